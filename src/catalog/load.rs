@@ -1,0 +1,404 @@
+//! Loading provider files: the embedded set, then `--providers DIR` / `MOVERCTL_PROVIDERS` files that
+//! replace (same id) or extend it. Every error names the file, line, column and field.
+
+use super::schema::*;
+use crate::money::Dec;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use crate::tomlfile::{self, FileError};
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/embedded_providers.rs"));
+}
+
+/// One loaded provider: the parsed file, prices already converted to USD.
+#[derive(Debug, Clone)]
+pub struct Provider {
+    pub file: ProviderFile,
+    /// `embedded providers/aws.toml` or the path it was read from.
+    pub origin: String,
+    /// SHA-256 of the file's text.
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    providers: BTreeMap<String, Provider>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error(transparent)]
+    Invalid(#[from] FileError),
+    #[error("{file}: {message}")]
+    Io { file: String, message: String },
+    #[error("unknown provider {name:?}; known providers: {known}")]
+    UnknownProvider { name: String, known: String },
+    #[error("provider {provider:?} has no region {region:?}; its regions: {known}")]
+    UnknownRegion {
+        provider: String,
+        region: String,
+        known: String,
+    },
+    #[error("provider {provider:?} has no storage class {class:?}; its classes: {known}")]
+    UnknownClass {
+        provider: String,
+        class: String,
+        known: String,
+    },
+}
+
+impl Catalog {
+    /// The providers built into the binary.
+    pub fn embedded() -> Result<Catalog, CatalogError> {
+        Self::load(None)
+    }
+
+    /// Embedded providers, then every `*.toml` in `dir` (a file with an existing id replaces it).
+    pub fn load(dir: Option<&Path>) -> Result<Catalog, CatalogError> {
+        let mut providers = BTreeMap::new();
+        for (name, text) in embedded::EMBEDDED {
+            let p = parse_provider(&format!("providers/{name}"), name, text, "embedded")?;
+            providers.insert(p.file.id.clone(), p);
+        }
+        if let Some(dir) = dir {
+            let entries = std::fs::read_dir(dir).map_err(|e| CatalogError::Io {
+                file: dir.display().to_string(),
+                message: format!("cannot read the providers folder: {e}"),
+            })?;
+            let mut paths: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            paths.sort();
+            for path in paths {
+                let text = std::fs::read_to_string(&path).map_err(|e| CatalogError::Io {
+                    file: path.display().to_string(),
+                    message: e.to_string(),
+                })?;
+                let shown = path.display().to_string();
+                let fname = path.file_name().unwrap().to_string_lossy().to_string();
+                let p = parse_provider(&shown, &fname, &text, &shown)?;
+                providers.insert(p.file.id.clone(), p);
+            }
+        }
+        Ok(Catalog { providers })
+    }
+
+    pub fn get(&self, id: &str) -> Result<&Provider, CatalogError> {
+        self.providers
+            .get(id)
+            .ok_or_else(|| CatalogError::UnknownProvider {
+                name: id.to_string(),
+                known: self.ids().join(", "),
+            })
+    }
+
+    pub fn ids(&self) -> Vec<String> {
+        self.providers.keys().cloned().collect()
+    }
+
+    pub fn providers(&self) -> impl Iterator<Item = &Provider> {
+        self.providers.values()
+    }
+
+    /// A digest over the providers a plan used (id and file hash, sorted), recorded in plan files so a
+    /// later run can tell whether it is priced with the same data.
+    pub fn digest_of<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> String {
+        let set: BTreeSet<&str> = ids.into_iter().collect();
+        let mut h = Sha256::new();
+        for id in set {
+            if let Some(p) = self.providers.get(id) {
+                h.update(id.as_bytes());
+                h.update(b"\0");
+                h.update(p.sha256.as_bytes());
+                h.update(b"\n");
+            }
+        }
+        format!("sha256:{}", hex(&h.finalize()))
+    }
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parse and validate one provider file. `shown` names it in errors.
+pub fn parse_provider(
+    shown: &str,
+    file_name: &str,
+    text: &str,
+    origin: &str,
+) -> Result<Provider, CatalogError> {
+    let mut file: ProviderFile = tomlfile::parse(shown, text)?;
+    if let Err((path, message)) = validate(&file, file_name) {
+        return Err(tomlfile::invalid(shown, text, &path, message).into());
+    }
+    if let Some(c) = &file.currency {
+        let rate = c.usd_per_unit.0;
+        convert_prices(&mut file, rate);
+    }
+    Ok(Provider {
+        file,
+        origin: origin.to_string(),
+        sha256: hex(&Sha256::digest(text.as_bytes())),
+    })
+}
+
+type Invalid = (String, String);
+
+const CHECKSUM_HEADERS: &[&str] = &[
+    "content-md5",
+    "crc32",
+    "crc32c",
+    "crc64nvme",
+    "sha1",
+    "sha256",
+];
+
+fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
+    let err = |p: &str, m: String| Err((p.to_string(), m));
+    if f.schema != 1 {
+        return err("schema", format!("schema {} is not supported (this moverctl reads schema 1)", f.schema));
+    }
+    let stem = file_name.trim_end_matches(".toml");
+    if f.id != stem {
+        return err("id", format!("id {:?} must match the file name {file_name:?}", f.id));
+    }
+    if f.id.is_empty() || !f.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+        return err("id", format!("id {:?} must be lower-case letters, digits and '-'", f.id));
+    }
+    if f.billing.bytes_per_gb == 0 {
+        return err("billing.bytes_per_gb", "must be above zero".into());
+    }
+    if let Some(c) = &f.currency
+        && c.usd_per_unit.0.is_zero()
+    {
+        return err("currency.usd_per_unit", "must be above zero".into());
+    }
+    check_date("billing.as_of", &f.billing.as_of)?;
+    check_egress("egress", &f.egress)?;
+    check_date("transfer.as_of", &f.transfer.as_of)?;
+    if f.classes.is_empty() {
+        return err("classes", "at least one storage class is needed".into());
+    }
+    let mut class_ids = BTreeSet::new();
+    for (i, c) in f.classes.iter().enumerate() {
+        let at = format!("classes[{i}]");
+        if !class_ids.insert(c.id.as_str()) {
+            return err(&format!("{at}.id"), format!("class {:?} appears twice", c.id));
+        }
+        check_storage_tiers(&format!("{at}.storage"), &c.storage)?;
+        for (name, rp) in [("put", &c.put), ("get", &c.get), ("list", &c.list)] {
+            if rp.per == 0 {
+                return err(&format!("{at}.{name}.per"), "must be above zero (1000, 10000 or 1000000)".into());
+            }
+        }
+        if let Some(rp) = &c.retrieval_request
+            && rp.per == 0
+        {
+            return err(&format!("{at}.retrieval_request.per"), "must be above zero".into());
+        }
+        check_date(&format!("{at}.as_of"), &c.as_of)?;
+    }
+    if !class_ids.contains(f.default_class.as_str()) {
+        return err(
+            "default_class",
+            format!("{:?} is not one of the classes: {}", f.default_class, join(&class_ids)),
+        );
+    }
+    if f.regions.is_empty() {
+        return err("regions", "at least one region is needed".into());
+    }
+    let mut region_ids = BTreeSet::new();
+    for (i, r) in f.regions.iter().enumerate() {
+        let at = format!("regions[{i}]");
+        if !region_ids.insert(r.id.as_str()) {
+            return err(&format!("{at}.id"), format!("region {:?} appears twice", r.id));
+        }
+        for k in r.storage_per_gb_month.keys() {
+            if !class_ids.contains(k.as_str()) {
+                return err(
+                    &format!("{at}.storage_per_gb_month.{k}"),
+                    format!("{k:?} is not one of the classes: {}", join(&class_ids)),
+                );
+            }
+        }
+        if let Some(e) = &r.egress {
+            check_egress(&format!("{at}.egress"), e)?;
+        }
+        let overrides = !r.storage_per_gb_month.is_empty() || r.inter_region_per_gb.is_some();
+        if overrides && (r.source.is_none() || r.as_of.is_none()) {
+            return err(&at, "a region that overrides prices needs its own source and as_of".into());
+        }
+        if let Some(d) = &r.as_of {
+            check_date(&format!("{at}.as_of"), d)?;
+        }
+    }
+    if !region_ids.contains(f.default_region.as_str()) {
+        return err(
+            "default_region",
+            format!("{:?} is not one of the regions: {}", f.default_region, join(&region_ids)),
+        );
+    }
+    let l = &f.limits;
+    if l.max_parts == 0 {
+        return err("limits.max_parts", "must be above zero".into());
+    }
+    if l.min_part_bytes == 0 || l.min_part_bytes > l.max_part_bytes {
+        return err(
+            "limits.min_part_bytes",
+            format!("must be above zero and at most max_part_bytes ({})", l.max_part_bytes),
+        );
+    }
+    if l.max_single_put_bytes > l.max_object_bytes {
+        return err("limits.max_single_put_bytes", "must be at most max_object_bytes".into());
+    }
+    for (i, h) in l.checksum_headers.iter().enumerate() {
+        if !CHECKSUM_HEADERS.contains(&h.as_str()) {
+            return err(
+                &format!("limits.checksum_headers[{i}]"),
+                format!("{h:?} is not one of {}", CHECKSUM_HEADERS.join(", ")),
+            );
+        }
+    }
+    check_date("limits.as_of", &l.as_of)?;
+    if let Some(w) = &f.exit_waiver {
+        check_date("exit_waiver.as_of", &w.as_of)?;
+        check_date("exit_waiver.announced", &w.announced)?;
+    }
+    if let Some(m) = &f.minimum_monthly {
+        check_date("minimum_monthly.as_of", &m.as_of)?;
+    }
+    Ok(())
+}
+
+fn join(s: &BTreeSet<&str>) -> String {
+    s.iter().copied().collect::<Vec<_>>().join(", ")
+}
+
+fn check_date(path: &str, d: &toml::value::Datetime) -> Result<(), Invalid> {
+    if d.date.is_none() || d.time.is_some() {
+        return Err((path.to_string(), format!("{d} must be a plain date such as 2026-09-20")));
+    }
+    Ok(())
+}
+
+fn check_egress(at: &str, e: &Egress) -> Result<(), Invalid> {
+    check_date(&format!("{at}.as_of"), &e.as_of)?;
+    check_ascending(&format!("{at}.tiers"), e.tiers.iter().map(|t| t.up_to_gb), true)?;
+    match (&e.free_multiple_of_stored, &e.over_multiple) {
+        (Some(_), None) => {
+            return Err((
+                format!("{at}.over_multiple"),
+                "free_multiple_of_stored needs over_multiple (\"billed\" or \"policy-risk\")".into(),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err((
+                format!("{at}.free_multiple_of_stored"),
+                "over_multiple needs free_multiple_of_stored".into(),
+            ));
+        }
+        (Some(_), Some(OverMultiple::Billed)) if e.tiers.is_empty() => {
+            return Err((
+                format!("{at}.tiers"),
+                "over_multiple = \"billed\" needs at least one tier to bill the excess at".into(),
+            ));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn check_storage_tiers(at: &str, tiers: &[StorageTier]) -> Result<(), Invalid> {
+    if tiers.is_empty() {
+        return Err((at.to_string(), "at least one tier ({ per_gb_month = \"…\" }) is needed".into()));
+    }
+    check_ascending(at, tiers.iter().map(|t| t.up_to_gb), false)
+}
+
+fn check_ascending(
+    at: &str,
+    bounds: impl Iterator<Item = Option<Dec>>,
+    may_be_empty: bool,
+) -> Result<(), Invalid> {
+    let bounds: Vec<_> = bounds.collect();
+    if bounds.is_empty() {
+        return if may_be_empty {
+            Ok(())
+        } else {
+            Err((at.to_string(), "no tiers".into()))
+        };
+    }
+    let mut prev = None;
+    for (i, b) in bounds.iter().enumerate() {
+        let last = i + 1 == bounds.len();
+        match b {
+            None if !last => {
+                return Err((
+                    format!("{at}[{i}].up_to_gb"),
+                    "only the last tier may leave out up_to_gb".into(),
+                ));
+            }
+            Some(_) if last => {
+                return Err((
+                    format!("{at}[{i}].up_to_gb"),
+                    "the last tier must leave out up_to_gb (it covers everything above)".into(),
+                ));
+            }
+            Some(v) => {
+                if let Some(p) = prev
+                    && v.0 <= p
+                {
+                    return Err((
+                        format!("{at}[{i}].up_to_gb"),
+                        format!("{} must be above the previous tier's {}", v.0, p),
+                    ));
+                }
+                prev = Some(v.0);
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+fn convert_prices(f: &mut ProviderFile, rate: rust_decimal::Decimal) {
+    let c = |d: &mut Dec| d.0 *= rate;
+    let egress = |e: &mut Egress| {
+        for t in &mut e.tiers {
+            c(&mut t.per_gb);
+        }
+    };
+    egress(&mut f.egress);
+    c(&mut f.transfer.same_region_per_gb);
+    c(&mut f.transfer.inter_region_per_gb);
+    for cl in &mut f.classes {
+        for t in &mut cl.storage {
+            c(&mut t.per_gb_month);
+        }
+        c(&mut cl.retrieval_per_gb);
+        for rp in [&mut cl.put, &mut cl.get, &mut cl.list] {
+            c(&mut rp.price);
+        }
+        if let Some(rp) = &mut cl.retrieval_request {
+            c(&mut rp.price);
+        }
+    }
+    for r in &mut f.regions {
+        if let Some(e) = &mut r.egress {
+            egress(e);
+        }
+        if let Some(v) = &mut r.inter_region_per_gb {
+            c(v);
+        }
+        for v in r.storage_per_gb_month.values_mut() {
+            c(v);
+        }
+    }
+    if let Some(m) = &mut f.minimum_monthly {
+        c(&mut m.amount);
+    }
+}

@@ -1,0 +1,99 @@
+//! The price and limits catalog: provider files (`providers/*.toml`), how a `PROVIDER[:REGION][/CLASS]`
+//! name resolves against them, and the part-size rule shared by planner and executor.
+
+mod load;
+pub mod parts;
+pub mod schema;
+
+pub use load::{Catalog, CatalogError, Provider, parse_provider};
+use rust_decimal::Decimal;
+pub use schema::*;
+
+/// `aws:us-east-1/glacier-ir` as the user wrote it, resolved against the catalog.
+#[derive(Debug, Clone)]
+pub struct Place<'c> {
+    pub given: String,
+    pub provider: &'c Provider,
+    pub region: &'c Region,
+    pub class: &'c StorageClass,
+}
+
+impl<'c> Place<'c> {
+    /// Parse `PROVIDER[:REGION][/CLASS]`; region and class fall back to the provider's defaults.
+    pub fn resolve(catalog: &'c Catalog, given: &str) -> Result<Place<'c>, CatalogError> {
+        let given = given.trim();
+        let (head, class) = match given.split_once('/') {
+            Some((h, c)) => (h, Some(c)),
+            None => (given, None),
+        };
+        let (pid, region) = match head.split_once(':') {
+            Some((p, r)) => (p, Some(r)),
+            None => (head, None),
+        };
+        let provider = catalog.get(pid)?;
+        let f = &provider.file;
+        let region_id = region.unwrap_or(&f.default_region);
+        let region = f.regions.iter().find(|r| r.id == region_id).ok_or_else(|| {
+            CatalogError::UnknownRegion {
+                provider: pid.to_string(),
+                region: region_id.to_string(),
+                known: f.regions.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "),
+            }
+        })?;
+        let class_id = class.unwrap_or(&f.default_class);
+        let class = f.classes.iter().find(|c| c.id == class_id).ok_or_else(|| {
+            CatalogError::UnknownClass {
+                provider: pid.to_string(),
+                class: class_id.to_string(),
+                known: f.classes.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(", "),
+            }
+        })?;
+        Ok(Place {
+            given: given.to_string(),
+            provider,
+            region,
+            class,
+        })
+    }
+
+    pub fn provider_id(&self) -> &str {
+        &self.provider.file.id
+    }
+
+    /// `aws:us-east-1/standard`, always fully spelled out.
+    pub fn canonical(&self) -> String {
+        format!("{}:{}/{}", self.provider.file.id, self.region.id, self.class.id)
+    }
+
+    pub fn bytes_per_gb(&self) -> u64 {
+        self.provider.file.billing.bytes_per_gb
+    }
+
+    /// Internet egress rules in force in this region.
+    pub fn egress(&self) -> &'c Egress {
+        self.region.egress.as_ref().unwrap_or(&self.provider.file.egress)
+    }
+
+    pub fn inter_region_per_gb(&self) -> Decimal {
+        self.region
+            .inter_region_per_gb
+            .unwrap_or(self.provider.file.transfer.inter_region_per_gb)
+            .0
+    }
+
+    /// Storage tiers of the class in this region (a region override is one flat tier).
+    pub fn storage_tiers(&self) -> Vec<(Option<Decimal>, Decimal)> {
+        if let Some(p) = self.region.storage_per_gb_month.get(&self.class.id) {
+            return vec![(None, p.0)];
+        }
+        self.class
+            .storage
+            .iter()
+            .map(|t| (t.up_to_gb.map(|d| d.0), t.per_gb_month.0))
+            .collect()
+    }
+
+    pub fn limits(&self) -> &'c Limits {
+        &self.provider.file.limits
+    }
+}

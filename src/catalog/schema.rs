@@ -1,0 +1,303 @@
+//! The provider file format (`providers/*.toml`, schema 1). One file per provider; the file is the
+//! documentation of each field's meaning, so keep these doc comments and `providers/README.md` in step.
+//!
+//! Conventions:
+//! - Every price is a TOML **string** ("0.023") so it stays exact; a bare float is rejected.
+//! - Prices are in the file's currency (USD unless `[currency]` says otherwise); the loader
+//!   converts to USD with the rate that section gives.
+//! - A "GB" is `billing.bytes_per_gb` bytes for this provider (2^30 for AWS and GCS, 10^9 where the
+//!   provider bills decimal GB; the file says which and why).
+//! - Every priced section carries `source` (where the number comes from) and `as_of` (a TOML date).
+
+use crate::money::Dec;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use toml::value::Datetime;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderFile {
+    /// Must be 1.
+    pub schema: u32,
+    /// Short name used on the command line (`aws`, `backblaze-b2`); must match the file name.
+    pub id: String,
+    pub name: String,
+    pub kind: ProviderKind,
+    #[serde(default)]
+    pub homepage: Option<String>,
+    /// Free-form facts a user should read before choosing this provider.
+    #[serde(default)]
+    pub notes: Vec<String>,
+    pub default_region: String,
+    pub default_class: String,
+    #[serde(default)]
+    pub currency: Option<Currency>,
+    pub billing: Billing,
+    pub egress: Egress,
+    pub transfer: Transfer,
+    pub classes: Vec<StorageClass>,
+    pub regions: Vec<Region>,
+    pub limits: Limits,
+    #[serde(default)]
+    pub exit_waiver: Option<ExitWaiver>,
+    #[serde(default)]
+    pub minimum_monthly: Option<MinimumMonthly>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    Hyperscaler,
+    ZeroEgress,
+    Neocloud,
+    Onprem,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Hyperscaler => "hyperscaler",
+            ProviderKind::ZeroEgress => "zero-egress",
+            ProviderKind::Neocloud => "neocloud",
+            ProviderKind::Onprem => "onprem",
+        }
+    }
+}
+
+/// Prices in this file are in `code`; one unit is worth `usd_per_unit` US dollars.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Currency {
+    pub code: String,
+    pub usd_per_unit: Dec,
+    pub source: String,
+    pub as_of: Datetime,
+}
+
+/// What one billed "GB" is.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Billing {
+    pub bytes_per_gb: u64,
+    pub source: String,
+    pub as_of: Datetime,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// Internet egress out of this provider, billed per month.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Egress {
+    /// GB per month that cost nothing before the tiers start (AWS: 100).
+    #[serde(default)]
+    pub free_gb_per_month: Dec,
+    /// Monthly volume tiers in ascending order; the last has no `up_to_gb`. Empty: egress is free.
+    #[serde(default)]
+    pub tiers: Vec<EgressTier>,
+    /// Zero-egress rules: egress up to this multiple of the average stored bytes in a month is free
+    /// (B2: 3, Wasabi: 1). Above it, `over_multiple` says what happens.
+    #[serde(default)]
+    pub free_multiple_of_stored: Option<Dec>,
+    #[serde(default)]
+    pub over_multiple: Option<OverMultiple>,
+    /// Conditions a user must know (fair use, partner-only, …); printed as warnings.
+    #[serde(default)]
+    pub caveats: Vec<String>,
+    pub source: String,
+    pub as_of: Datetime,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OverMultiple {
+    /// Egress above the multiple is billed at `tiers`.
+    Billed,
+    /// Nothing is billed, but the provider may limit or suspend the account (Wasabi).
+    PolicyRisk,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressTier {
+    /// Upper bound of this tier in GB per month, counted from the month's first GB (the free
+    /// allowance is taken out of the lowest tier); absent on the last tier.
+    #[serde(default)]
+    pub up_to_gb: Option<Dec>,
+    pub per_gb: Dec,
+}
+
+/// Moves that stay inside this provider.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transfer {
+    pub same_region_per_gb: Dec,
+    pub inter_region_per_gb: Dec,
+    pub source: String,
+    pub as_of: Datetime,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageClass {
+    pub id: String,
+    pub name: String,
+    /// Monthly storage price tiers, ascending; the last has no `up_to_gb`.
+    pub storage: Vec<StorageTier>,
+    /// Objects deleted (or overwritten, or moved) earlier are billed for the rest of this period.
+    #[serde(default)]
+    pub min_duration_days: u32,
+    /// Each object is billed as at least this many bytes.
+    #[serde(default)]
+    pub min_object_bytes: u64,
+    /// Bytes added to every object's billed size (Glacier's index overhead).
+    #[serde(default)]
+    pub overhead_bytes_per_object: u64,
+    /// Free stored GB per month (B2, R2: 10).
+    #[serde(default)]
+    pub free_gb_month: Dec,
+    /// Per GB read out of this class.
+    #[serde(default)]
+    pub retrieval_per_gb: Dec,
+    /// Per restore/retrieval request, for classes that need one.
+    #[serde(default)]
+    pub retrieval_request: Option<RequestPrice>,
+    /// Objects must be restored (taking hours) before they can be read.
+    #[serde(default)]
+    pub archive: bool,
+    #[serde(default)]
+    pub restore_hours: Option<u32>,
+    /// Writes: PUT, POST, COPY, multipart create, upload part and complete.
+    pub put: RequestPrice,
+    /// Reads: GET and HEAD.
+    pub get: RequestPrice,
+    /// LIST calls (one call returns up to 1,000 keys).
+    pub list: RequestPrice,
+    #[serde(default)]
+    pub note: Option<String>,
+    pub source: String,
+    pub as_of: Datetime,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageTier {
+    #[serde(default)]
+    pub up_to_gb: Option<Dec>,
+    pub per_gb_month: Dec,
+}
+
+/// A request price with its unit: `{ price = "0.005", per = 1000 }` is $0.005 per 1,000 requests.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestPrice {
+    pub price: Dec,
+    pub per: u64,
+    /// Requests per month that cost nothing (R2: 1,000,000 class A).
+    #[serde(default)]
+    pub free_per_month: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Region {
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Replaces the provider's `[egress]` for this region.
+    #[serde(default)]
+    pub egress: Option<Egress>,
+    #[serde(default)]
+    pub inter_region_per_gb: Option<Dec>,
+    /// Replaces a class's storage price in this region: `{ standard = "0.023" }` (one flat tier).
+    #[serde(default)]
+    pub storage_per_gb_month: BTreeMap<String, Dec>,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub as_of: Option<Datetime>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    pub max_parts: u32,
+    pub min_part_bytes: u64,
+    pub max_part_bytes: u64,
+    pub max_object_bytes: u64,
+    pub max_single_put_bytes: u64,
+    /// All parts but the last must be the same size (R2).
+    #[serde(default)]
+    pub equal_part_sizes: bool,
+    /// A single-part upload's ETag is the hex MD5 of the body: "yes", "no" or "unknown".
+    pub single_part_etag_is_md5: Tristate,
+    /// Integrity headers the store accepts on upload: content-md5, crc32, crc32c, crc64nvme, sha1, sha256.
+    #[serde(default)]
+    pub checksum_headers: Vec<String>,
+    /// Sustained request rates before throttling, and what they apply to.
+    #[serde(default)]
+    pub write_requests_per_second: Option<u32>,
+    #[serde(default)]
+    pub read_requests_per_second: Option<u32>,
+    #[serde(default)]
+    pub rate_scope: Option<RateScope>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    pub source: String,
+    pub as_of: Datetime,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tristate {
+    Yes,
+    No,
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RateScope {
+    Prefix,
+    Bucket,
+    Account,
+}
+
+impl RateScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RateScope::Prefix => "prefix",
+            RateScope::Bucket => "bucket",
+            RateScope::Account => "account",
+        }
+    }
+}
+
+/// The 2024 "leaving the cloud" egress credits.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExitWaiver {
+    pub announced: Datetime,
+    pub requires_full_exit: bool,
+    pub window_days: u32,
+    pub credit_not_waiver: bool,
+    pub requires_approval: bool,
+    #[serde(default)]
+    pub premium_tier_only: bool,
+    #[serde(default)]
+    pub storage_egress_only: bool,
+    pub conditions: Vec<String>,
+    pub source: String,
+    pub as_of: Datetime,
+}
+
+/// A floor on the monthly storage bill (Wasabi: 1 TB; IDrive e2: $5).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MinimumMonthly {
+    pub amount: Dec,
+    #[serde(default)]
+    pub note: Option<String>,
+    pub source: String,
+    pub as_of: Datetime,
+}

@@ -1,0 +1,11 @@
+//! moverctl: plan, price, run and verify large object-storage moves between clouds.
+//!
+//! Data flows one way: `catalog` (provider prices and limits) and a corpus description feed the pure
+//! `plan` module, which produces a plan file; the executor (later) reads that file.
+
+pub mod catalog;
+pub mod cli;
+pub mod money;
+pub mod plan;
+pub mod tomlfile;
+pub mod units;

@@ -1,0 +1,2 @@
+pub mod corpus;
+pub mod model;

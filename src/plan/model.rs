@@ -1,0 +1,595 @@
+//! The planner: pure functions from (source, destinations, corpus, assumptions) to priced, timed
+//! candidates. No I/O here, so every line item can be checked by hand in tests.
+//!
+//! Line items (all exact decimals, USD):
+//! - `egress`: bytes leaving the source. Same provider and region: `transfer.same_region_per_gb`;
+//!   same provider, other region: `inter_region_per_gb`; otherwise internet egress, billed per
+//!   month (the move's bytes are spread evenly over the months it takes), free allowance taken from
+//!   the lowest tier, zero-egress multiples of the stored corpus applied. `--exit-waiver` credits it.
+//! - `source_requests`: LIST pages of 1,000 keys + one GET per object, or one ranged GET per part.
+//! - `retrieval`: per-GB and per-request fees of the source class (per object class from an inventory).
+//! - `destination_requests`: LIST pages (the executor diffs against the destination) + one PUT, or
+//!   create + parts + complete, + one HEAD to verify each object.
+//! - `storage_per_month`: the destination class's tiers over the billed size (minimum object size
+//!   and per-object overhead applied, free GB removed, monthly minimum applied).
+//! - `storage_horizon` = `storage_per_month` × `--months`.
+//! - `early_deletion`: if the horizon is shorter than the class's minimum duration, the days left.
+//! - `exit_egress`: what leaving the destination again would cost (internet egress of the corpus).
+//! - `gpu_idle`: transfer hours × GPU cost per hour.
+//!
+//! `total` = all of the above except `storage_per_month` (counted through `storage_horizon`) and
+//! `exit_egress` (reported beside it).
+
+use super::corpus::Corpus;
+use crate::catalog::parts::{PartRule, Upload, part_plan};
+use crate::catalog::{Egress, OverMultiple, Place, RateScope, RequestPrice, StorageClass};
+use crate::money::Usd;
+use crate::units::{fmt_bytes, fmt_count, fmt_duration};
+use rust_decimal::Decimal;
+use rust_decimal::prelude::*;
+
+pub const SECONDS_PER_MONTH: u64 = 30 * 86_400;
+
+/// Everything the model assumes that is not a price; each is a flag.
+#[derive(Debug, Clone)]
+pub struct Assumptions {
+    pub months: u32,
+    /// Path bandwidth between the two providers, bytes/s.
+    pub bandwidth: Decimal,
+    pub workers: u32,
+    /// NIC of one worker, bytes/s.
+    pub worker_nic: Decimal,
+    /// Objects in flight per worker.
+    pub concurrency: u32,
+    /// What one HTTP stream sustains, bytes/s.
+    pub stream_throughput: Decimal,
+    /// Time to first byte of one request, milliseconds.
+    pub latency_ms: u32,
+    /// Key prefixes the corpus is spread over (per-prefix request limits scale with it).
+    pub prefixes: u32,
+    pub gpu_hourly: Usd,
+    pub exit_waiver: bool,
+    pub part_rule: PartRule,
+}
+
+impl Default for Assumptions {
+    fn default() -> Self {
+        Assumptions {
+            months: 12,
+            bandwidth: Decimal::from(1_250_000_000u64), // 10 Gbit/s
+            workers: 1,
+            worker_nic: Decimal::from(3_125_000_000u64), // 25 Gbit/s
+            concurrency: 64,
+            stream_throughput: Decimal::from(90_000_000u64), // 90 MB/s
+            latency_ms: 30,
+            prefixes: 1,
+            gpu_hourly: Usd::ZERO,
+            exit_waiver: false,
+            part_rule: PartRule::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cost {
+    pub egress: Usd,
+    /// Egress before an exit waiver's credit (equal to `egress` without `--exit-waiver`).
+    pub egress_before_waiver: Usd,
+    pub source_requests: Usd,
+    pub destination_requests: Usd,
+    pub retrieval: Usd,
+    pub storage_per_month: Usd,
+    pub storage_horizon: Usd,
+    pub early_deletion: Usd,
+    pub exit_egress: Usd,
+    pub gpu_idle: Usd,
+}
+
+impl Cost {
+    pub fn total(&self) -> Usd {
+        self.egress
+            + self.source_requests
+            + self.destination_requests
+            + self.retrieval
+            + self.storage_horizon
+            + self.early_deletion
+            + self.gpu_idle
+    }
+
+    /// Named items, in report order (storage per month and exit egress are beside the total).
+    pub fn items(&self) -> [(&'static str, Usd); 10] {
+        [
+            ("egress", self.egress),
+            ("source_requests", self.source_requests),
+            ("destination_requests", self.destination_requests),
+            ("retrieval", self.retrieval),
+            ("storage_per_month", self.storage_per_month),
+            ("storage_horizon", self.storage_horizon),
+            ("early_deletion", self.early_deletion),
+            ("exit_egress", self.exit_egress),
+            ("gpu_idle", self.gpu_idle),
+            ("total", self.total()),
+        ]
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    Bandwidth,
+    Requests,
+    RateLimit,
+    Listing,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Bandwidth => "bandwidth",
+            Bound::Requests => "requests",
+            Bound::RateLimit => "rate-limit",
+            Bound::Listing => "listing",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Time {
+    pub seconds: Decimal,
+    pub bound: Bound,
+    pub bandwidth_seconds: Decimal,
+    pub request_seconds: Decimal,
+    pub rate_limit_seconds: Decimal,
+    pub listing_seconds: Decimal,
+    /// Hours waiting for archive restores before the copy can read (added to `seconds`).
+    pub restore_seconds: Decimal,
+    /// The bandwidth actually assumed: the lowest of path, NICs and streams (bytes/s).
+    pub effective_bandwidth: Decimal,
+}
+
+/// Request counts by end and billing class.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub source_list: u64,
+    pub source_get: u64,
+    pub retrieval_requests: u64,
+    pub destination_list: u64,
+    pub destination_put: u64,
+    pub destination_head: u64,
+    pub multipart_objects: u64,
+    pub parts: u64,
+    /// Objects the destination cannot take (too large).
+    pub unplaceable_objects: u64,
+    pub billed_bytes: u64,
+    /// Largest part size chosen for any object (0 when nothing is multipart).
+    pub max_part_size: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub destination: String,
+    pub resolved: String,
+    pub provider: String,
+    pub cost: Cost,
+    pub time: Time,
+    pub counts: Counts,
+    pub warnings: Vec<String>,
+}
+
+/// Price and time one move of `corpus` from `src` to `dst`.
+pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
+    let mut warnings = Vec::new();
+    let total_bytes = corpus.total_bytes();
+    let objects = corpus.total_objects();
+    let counts = count_requests(dst, corpus, a);
+    if counts.unplaceable_objects > 0 {
+        warnings.push(format!(
+            "{}: {} objects are larger than its {} object limit (or need more than {} parts) and cannot be copied",
+            dst.provider_id(),
+            fmt_count(counts.unplaceable_objects),
+            fmt_bytes(dst.limits().max_object_bytes),
+            dst.limits().max_parts
+        ));
+    }
+
+    let time = transfer_time(src, dst, corpus, &counts, a);
+    let months_moving = months_of(time.seconds);
+
+    // Egress out of the source.
+    let same_provider = src.provider_id() == dst.provider_id();
+    let src_gb = gb(total_bytes, src.bytes_per_gb());
+    let egress_before_waiver = if same_provider && src.region.id == dst.region.id {
+        Usd(src_gb * src.provider.file.transfer.same_region_per_gb.0)
+    } else if same_provider {
+        Usd(src_gb * src.inter_region_per_gb())
+    } else {
+        let (cost, over) = internet_egress(src.egress(), src_gb, src_gb, months_moving);
+        if over && src.egress().over_multiple == Some(OverMultiple::PolicyRisk) {
+            warnings.push(format!(
+                "{}: this egress is above its free multiple of stored data; the provider may limit or suspend the account",
+                src.provider_id()
+            ));
+        }
+        cost
+    };
+    let mut egress = egress_before_waiver;
+    if a.exit_waiver && !same_provider {
+        match &src.provider.file.exit_waiver {
+            Some(w) if !egress_before_waiver.is_zero() => {
+                egress = Usd::ZERO;
+                warnings.push(format!(
+                    "exit waiver: {} of egress from {} is assumed credited; conditions: {}",
+                    egress_before_waiver,
+                    src.provider_id(),
+                    waiver_conditions(w)
+                ));
+            }
+            Some(_) => {}
+            None => warnings.push(format!(
+                "--exit-waiver: {} has no exit waiver in the catalog; egress is charged in full",
+                src.provider_id()
+            )),
+        }
+    }
+
+    // Requests at both ends.
+    let src_class = src.class;
+    let source_requests = request_cost(&src_class.list, counts.source_list, months_moving)
+        + request_cost(&src_class.get, counts.source_get, months_moving);
+    let dst_class = dst.class;
+    let destination_requests = request_cost(&dst_class.list, counts.destination_list, months_moving)
+        + request_cost(&dst_class.put, counts.destination_put, months_moving)
+        + request_cost(&dst_class.get, counts.destination_head, months_moving);
+
+    // Retrieval out of cold source classes, per object class when an inventory says.
+    let mut retrieval = Usd::ZERO;
+    let mut archive_objects = 0u64;
+    let mut restore_hours = 0u32;
+    for b in &corpus.buckets {
+        let class = source_class_of(src, b.class.as_deref(), &mut warnings);
+        retrieval += Usd(gb(b.bytes, src.bytes_per_gb()) * class.retrieval_per_gb.0);
+        if let Some(rp) = &class.retrieval_request {
+            retrieval += request_cost(rp, b.count, 1);
+        }
+        if class.archive {
+            archive_objects += b.count;
+            restore_hours = restore_hours.max(class.restore_hours.unwrap_or(12));
+        }
+    }
+    if archive_objects > 0 {
+        warnings.push(format!(
+            "{} objects are in archive classes at the source and must be restored first (about {} h); the restore is priced under retrieval",
+            fmt_count(archive_objects),
+            restore_hours
+        ));
+    }
+
+    // Destination storage.
+    let storage_per_month = storage_month(dst, corpus, &mut warnings);
+    let storage_horizon = storage_per_month * Decimal::from(a.months);
+    let horizon_days = a.months * 30;
+    let min_days = dst.class.min_duration_days;
+    let early_deletion = if min_days > horizon_days {
+        storage_per_month * (Decimal::from(min_days - horizon_days) / Decimal::from(30))
+    } else {
+        Usd::ZERO
+    };
+    if min_days > 0 {
+        warnings.push(format!(
+            "{}: {}-day minimum storage duration; objects deleted or overwritten sooner are billed for the full {} days",
+            dst.provider_id(),
+            min_days,
+            min_days
+        ));
+    }
+    if dst.class.archive {
+        warnings.push(format!(
+            "{}: class {} is an archive tier; reading the data back needs a restore that takes hours",
+            dst.provider_id(),
+            dst.class.id
+        ));
+    }
+
+    // Leaving the destination later: the whole corpus out over the internet.
+    let dst_gb = gb(total_bytes, dst.bytes_per_gb());
+    let (exit_egress, _) = internet_egress(dst.egress(), dst_gb, dst_gb, months_moving);
+    for c in &dst.egress().caveats {
+        warnings.push(format!("{}: {}", dst.provider_id(), c));
+    }
+
+    let gpu_idle = Usd(a.gpu_hourly.0 * time.seconds / Decimal::from(3600));
+    if !a.gpu_hourly.is_zero() {
+        warnings.push(format!(
+            "the GPU cluster idles for the whole transfer ({}): {} at {}/hour",
+            fmt_duration(time.seconds),
+            gpu_idle,
+            a.gpu_hourly
+        ));
+    }
+    if objects > 0 && total_bytes / objects.max(1) < 1_000_000 && objects >= 1_000_000 {
+        warnings.push(format!(
+            "{} objects averaging {}: per-request fees and latency dominate; packing them into shards would cut both",
+            fmt_count(objects),
+            fmt_bytes(total_bytes / objects)
+        ));
+    }
+
+    Candidate {
+        destination: dst.given.clone(),
+        resolved: dst.canonical(),
+        provider: dst.provider_id().to_string(),
+        cost: Cost {
+            egress,
+            egress_before_waiver,
+            source_requests,
+            destination_requests,
+            retrieval,
+            storage_per_month,
+            storage_horizon,
+            early_deletion,
+            exit_egress,
+            gpu_idle,
+        },
+        time,
+        counts,
+        warnings,
+    }
+}
+
+fn waiver_conditions(w: &crate::catalog::ExitWaiver) -> String {
+    let mut c = Vec::new();
+    if w.requires_full_exit {
+        c.push("move all data and workloads off the provider".to_string());
+    }
+    c.push(format!("finish within {} days", w.window_days));
+    if w.requires_approval {
+        c.push("needs the provider's approval first".to_string());
+    }
+    if w.credit_not_waiver {
+        c.push("paid back as a credit, not waived up front".to_string());
+    }
+    if w.premium_tier_only {
+        c.push("premium network tier only".to_string());
+    }
+    if w.storage_egress_only {
+        c.push("storage egress only".to_string());
+    }
+    c.extend(w.conditions.iter().cloned());
+    c.join("; ")
+}
+
+/// Bytes as the provider's billed GB, exact.
+pub fn gb(bytes: u64, bytes_per_gb: u64) -> Decimal {
+    Decimal::from(bytes) / Decimal::from(bytes_per_gb)
+}
+
+/// Months a transfer of `seconds` spans (at least one).
+pub fn months_of(seconds: Decimal) -> u32 {
+    let m = (seconds / Decimal::from(SECONDS_PER_MONTH)).ceil();
+    m.to_u32().unwrap_or(u32::MAX).max(1)
+}
+
+/// Cost of volume-tiered pricing for `gb` in one month. Tiers are `(up_to, price)`, ascending.
+pub fn tiered(gb: Decimal, tiers: &[(Option<Decimal>, Decimal)]) -> Decimal {
+    let mut cost = Decimal::ZERO;
+    let mut floor = Decimal::ZERO;
+    for (up_to, price) in tiers {
+        if gb <= floor {
+            break;
+        }
+        let top = up_to.map_or(gb, |u| u.min(gb));
+        cost += (top - floor) * price;
+        floor = top;
+        if up_to.is_none() {
+            break;
+        }
+    }
+    cost
+}
+
+/// Internet egress of `gb_total` spread over `months`, with `stored_gb` stored at the provider.
+/// Returns the cost and whether any month went over a zero-egress multiple.
+pub fn internet_egress(e: &Egress, gb_total: Decimal, stored_gb: Decimal, months: u32) -> (Usd, bool) {
+    let tiers: Vec<_> = e.tiers.iter().map(|t| (t.up_to_gb.map(|d| d.0), t.per_gb.0)).collect();
+    let per_month = gb_total / Decimal::from(months);
+    let mut over = false;
+    let month_cost = match (e.free_multiple_of_stored, e.over_multiple) {
+        (Some(mult), Some(rule)) => {
+            let excess = (per_month - mult.0 * stored_gb).max(Decimal::ZERO);
+            if excess > Decimal::ZERO {
+                over = true;
+            }
+            match rule {
+                OverMultiple::Billed => tiered(excess, &tiers),
+                OverMultiple::PolicyRisk => Decimal::ZERO,
+            }
+        }
+        _ => {
+            let free = e.free_gb_per_month.0.min(per_month);
+            tiered(per_month, &tiers) - tiered(free, &tiers)
+        }
+    };
+    (Usd(month_cost * Decimal::from(months)), over)
+}
+
+/// Requests priced with their unit, less a monthly free allowance over `months`.
+pub fn request_cost(p: &RequestPrice, count: u64, months: u32) -> Usd {
+    let free = p.free_per_month.saturating_mul(u64::from(months));
+    let billed = count.saturating_sub(free);
+    Usd(Decimal::from(billed) * p.price.0 / Decimal::from(p.per))
+}
+
+fn count_requests(dst: &Place, corpus: &Corpus, a: &Assumptions) -> Counts {
+    let mut c = Counts::default();
+    let objects = corpus.total_objects();
+    c.source_list = objects.div_ceil(1000).max(1);
+    c.destination_list = c.source_list;
+    for b in &corpus.buckets {
+        for (n, size) in b.split() {
+            if n == 0 {
+                continue;
+            }
+            match part_plan(size, dst.limits(), a.part_rule) {
+                Ok(Upload::Single) => {
+                    c.source_get += n;
+                    c.destination_put += n;
+                    c.destination_head += n;
+                }
+                Ok(Upload::Multipart { part_size, parts }) => {
+                    c.multipart_objects += n;
+                    c.parts += n * parts;
+                    c.source_get += n * parts;
+                    c.destination_put += n * (parts + 2);
+                    c.destination_head += n;
+                    c.max_part_size = c.max_part_size.max(part_size);
+                }
+                Err(_) => c.unplaceable_objects += n,
+            }
+        }
+    }
+    c
+}
+
+/// The catalog class an inventory's storage-class name means (`GLACIER` → `glacier-flexible`).
+fn inventory_class<'c>(src: &Place<'c>, name: &str) -> Option<&'c StorageClass> {
+    let norm = name.trim().to_ascii_lowercase().replace('_', "-");
+    let id = match norm.as_str() {
+        "glacier" => "glacier-flexible",
+        "reduced-redundancy" | "intelligent-tiering" => "standard",
+        other => other,
+    };
+    src.provider.file.classes.iter().find(|c| c.id == id)
+}
+
+fn source_class_of<'c>(src: &Place<'c>, inv: Option<&str>, warnings: &mut Vec<String>) -> &'c StorageClass {
+    let Some(name) = inv else { return src.class };
+    inventory_class(src, name).unwrap_or_else(|| {
+        let w = format!(
+            "inventory storage class {name:?} is not a class of {}; priced as {}",
+            src.provider_id(),
+            src.class.id
+        );
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+        src.class
+    })
+}
+
+fn storage_month(dst: &Place, corpus: &Corpus, warnings: &mut Vec<String>) -> Usd {
+    let class = dst.class;
+    let mut billed: u128 = 0;
+    let mut raw: u128 = 0;
+    for b in &corpus.buckets {
+        for (n, size) in b.split() {
+            let per = size.max(class.min_object_bytes) + class.overhead_bytes_per_object;
+            billed += u128::from(n) * u128::from(per);
+            raw += u128::from(n) * u128::from(size);
+        }
+    }
+    let gb_of = |bytes: u128| Decimal::from_u128(bytes).unwrap_or(Decimal::MAX) / Decimal::from(dst.bytes_per_gb());
+    let tiers = dst.storage_tiers();
+    let price = |bytes: u128| tiered((gb_of(bytes) - class.free_gb_month.0).max(Decimal::ZERO), &tiers);
+    let mut month = Usd(price(billed));
+    if billed > raw {
+        let extra = Usd(price(billed) - price(raw));
+        let why = if class.min_object_bytes > 0 {
+            format!("objects under {} are billed as {}", fmt_bytes(class.min_object_bytes), fmt_bytes(class.min_object_bytes))
+        } else {
+            format!("{} of overhead is billed per object", fmt_bytes(class.overhead_bytes_per_object))
+        };
+        warnings.push(format!(
+            "{}: {why}, adding {} of billed size and {}/month",
+            dst.provider_id(),
+            fmt_bytes(u64::try_from(billed - raw).unwrap_or(u64::MAX)),
+            extra
+        ));
+    }
+    if let Some(m) = &dst.provider.file.minimum_monthly
+        && month < Usd(m.amount.0)
+    {
+        warnings.push(format!(
+            "{}: the monthly minimum of {} applies",
+            dst.provider_id(),
+            Usd(m.amount.0)
+        ));
+        month = Usd(m.amount.0);
+    }
+    month
+}
+
+fn transfer_time(src: &Place, dst: &Place, corpus: &Corpus, c: &Counts, a: &Assumptions) -> Time {
+    let bytes = Decimal::from(corpus.total_bytes());
+    let objects = corpus.total_objects();
+    let workers = Decimal::from(a.workers.max(1));
+    let slots = Decimal::from(a.concurrency.max(1)) * workers;
+    let effective_bandwidth = a
+        .bandwidth
+        .min(a.worker_nic * workers)
+        .min(a.stream_throughput * slots);
+    let bandwidth_seconds = bytes / effective_bandwidth;
+
+    // Each object holds a slot for its requests' latencies: GET, PUT (or create, parts, complete —
+    // parts run in parallel), HEAD.
+    let latency = Decimal::from(a.latency_ms) / Decimal::from(1000);
+    let single = objects - c.multipart_objects - c.unplaceable_objects.min(objects);
+    let slot_latencies = Decimal::from(single) * Decimal::from(3) + Decimal::from(c.multipart_objects) * Decimal::from(5);
+    let request_seconds = slot_latencies * latency / slots;
+
+    let scale = |scope: Option<RateScope>| match scope {
+        Some(RateScope::Prefix) => Decimal::from(a.prefixes.max(1)),
+        _ => Decimal::ONE,
+    };
+    let mut rate_limit_seconds = Decimal::ZERO;
+    if let Some(w) = dst.limits().write_requests_per_second {
+        let rate = Decimal::from(w) * scale(dst.limits().rate_scope);
+        rate_limit_seconds = rate_limit_seconds.max(Decimal::from(c.destination_put) / rate);
+    }
+    if let Some(r) = src.limits().read_requests_per_second {
+        let rate = Decimal::from(r) * scale(src.limits().rate_scope);
+        rate_limit_seconds = rate_limit_seconds.max(Decimal::from(c.source_get) / rate);
+    }
+    // Listing pages follow each other within one key range; ranges split across workers.
+    let listing_seconds = Decimal::from(c.source_list) * latency / workers;
+
+    let mut bound = Bound::Bandwidth;
+    let mut seconds = bandwidth_seconds;
+    for (b, s) in [
+        (Bound::Requests, request_seconds),
+        (Bound::RateLimit, rate_limit_seconds),
+        (Bound::Listing, listing_seconds),
+    ] {
+        if s > seconds {
+            seconds = s;
+            bound = b;
+        }
+    }
+    let mut restore_seconds = Decimal::ZERO;
+    for b in &corpus.buckets {
+        let cl = b.class.as_deref().and_then(|n| inventory_class(src, n)).unwrap_or(src.class);
+        if cl.archive {
+            restore_seconds = restore_seconds.max(Decimal::from(cl.restore_hours.unwrap_or(12) * 3600));
+        }
+    }
+    Time {
+        seconds: seconds + restore_seconds,
+        bound,
+        bandwidth_seconds,
+        request_seconds,
+        rate_limit_seconds,
+        listing_seconds,
+        restore_seconds,
+        effective_bandwidth,
+    }
+}
+
+/// Rank candidates: cheapest total first, then fastest, then by name.
+pub fn rank(mut cands: Vec<Candidate>) -> Vec<Candidate> {
+    cands.sort_by(|x, y| {
+        x.cost
+            .total()
+            .cmp(&y.cost.total())
+            .then(x.time.seconds.cmp(&y.time.seconds))
+            .then(x.destination.cmp(&y.destination))
+    });
+    cands
+}
