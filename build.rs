@@ -16,7 +16,12 @@ fn main() {
     for p in &names {
         println!("cargo:rerun-if-changed={}", p.display());
         let file = p.file_name().unwrap().to_string_lossy();
-        writeln!(out, "    ({file:?}, include_str!({:?})),", p.display().to_string()).unwrap();
+        writeln!(
+            out,
+            "    ({file:?}, include_str!({:?})),",
+            p.display().to_string()
+        )
+        .unwrap();
     }
     out.push_str("];\n");
     let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("embedded_providers.rs");

@@ -162,16 +162,22 @@ impl<'de> Deserialize<'de> for Dec {
             }
             fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Dec, E> {
                 let d = Decimal::from_str(s.trim()).map_err(|_| {
-                    E::custom(format!("{s:?} is not a decimal number (write e.g. \"0.023\")"))
+                    E::custom(format!(
+                        "{s:?} is not a decimal number (write e.g. \"0.023\")"
+                    ))
                 })?;
                 if d.is_sign_negative() && !d.is_zero() {
-                    return Err(E::custom(format!("{s:?} is negative; prices and quantities must be >= 0")));
+                    return Err(E::custom(format!(
+                        "{s:?} is negative; prices and quantities must be >= 0"
+                    )));
                 }
                 Ok(Dec(d))
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Dec, E> {
                 if v < 0 {
-                    return Err(E::custom(format!("{v} is negative; prices and quantities must be >= 0")));
+                    return Err(E::custom(format!(
+                        "{v} is negative; prices and quantities must be >= 0"
+                    )));
                 }
                 Ok(Dec(Decimal::from(v)))
             }

@@ -119,7 +119,11 @@ mod tests {
     fn locates_nested_fields() {
         let text = "a = 1\n[[b]]\nx = 1\n[[b]]\nx = 2\ny = 3\n";
         assert_eq!(locate(text, "b[1].y"), (6, 5));
-        assert_eq!(locate(text, "b[1].missing").0, 4, "a missing field points at its table header");
+        assert_eq!(
+            locate(text, "b[1].missing").0,
+            4,
+            "a missing field points at its table header"
+        );
     }
 
     #[test]

@@ -17,7 +17,8 @@ fn parse_decimal(num: &str, whole: &str, what: &str) -> Result<Decimal, String> 
     if cleaned.is_empty() {
         return Err(format!("{whole:?} is not {what}: it has no number"));
     }
-    Decimal::from_str(&cleaned).map_err(|_| format!("{whole:?} is not {what}: {num:?} is not a number"))
+    Decimal::from_str(&cleaned)
+        .map_err(|_| format!("{whole:?} is not {what}: {num:?} is not a number"))
 }
 
 fn check_sign(s: &str, what: &str) -> Result<(), String> {
@@ -65,7 +66,8 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     if v.fract() != Decimal::ZERO {
         return Err(format!("{t:?} is not a whole number of bytes"));
     }
-    v.to_u64().ok_or_else(|| format!("{t:?} is too large (at most 16 EiB)"))
+    v.to_u64()
+        .ok_or_else(|| format!("{t:?} is too large (at most 16 EiB)"))
 }
 
 /// Parse a count: `40M`, `1.2k`, `40000000`, `3B` (billion).
@@ -80,7 +82,11 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
         "M" | "m" => 1_000_000,
         "G" | "B" | "bn" => 1_000_000_000,
         "T" => 1_000_000_000_000,
-        _ => return Err(format!("{t:?} is not a count: unknown suffix {unit:?} (use k, M or B)")),
+        _ => {
+            return Err(format!(
+                "{t:?} is not a count: unknown suffix {unit:?} (use k, M or B)"
+            ));
+        }
     };
     let v = n * Decimal::from(mult);
     if v.fract() != Decimal::ZERO {
@@ -216,7 +222,11 @@ mod tests {
         assert_eq!(parse_bytes("512").unwrap(), 512);
         assert_eq!(parse_bytes("16MB").unwrap(), 16_000_000);
         assert!(parse_bytes("-5GB").unwrap_err().contains("negative"));
-        assert!(parse_bytes("12 furlongs").unwrap_err().contains("unknown unit"));
+        assert!(
+            parse_bytes("12 furlongs")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
         assert!(parse_bytes("GB").unwrap_err().contains("no number"));
         assert!(parse_bytes("1.5").is_err());
     }
@@ -233,8 +243,14 @@ mod tests {
 
     #[test]
     fn rates() {
-        assert_eq!(parse_rate("100Gbps").unwrap(), Decimal::from(12_500_000_000u64));
-        assert_eq!(parse_rate("10Gbit/s").unwrap(), Decimal::from(1_250_000_000u64));
+        assert_eq!(
+            parse_rate("100Gbps").unwrap(),
+            Decimal::from(12_500_000_000u64)
+        );
+        assert_eq!(
+            parse_rate("10Gbit/s").unwrap(),
+            Decimal::from(1_250_000_000u64)
+        );
         assert_eq!(parse_rate("200MiB/s").unwrap(), Decimal::from(200u64 << 20));
         assert!(parse_rate("100").is_err());
         assert!(parse_rate("0Gbps").is_err());
@@ -247,6 +263,9 @@ mod tests {
         assert_eq!(fmt_bytes(512), "512 B");
         assert_eq!(fmt_count(40_000_000), "40.0 M");
         assert_eq!(fmt_duration(Decimal::from(158_400)), "1 d 20 h");
-        assert_eq!(fmt_rate_bits(Decimal::from(12_500_000_000u64)), "100 Gbit/s");
+        assert_eq!(
+            fmt_rate_bits(Decimal::from(12_500_000_000u64)),
+            "100 Gbit/s"
+        );
     }
 }

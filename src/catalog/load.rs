@@ -3,10 +3,10 @@
 
 use super::schema::*;
 use crate::money::Dec;
+use crate::tomlfile::{self, FileError};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use crate::tomlfile::{self, FileError};
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded_providers.rs"));
@@ -160,14 +160,31 @@ const CHECKSUM_HEADERS: &[&str] = &[
 fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
     let err = |p: &str, m: String| Err((p.to_string(), m));
     if f.schema != 1 {
-        return err("schema", format!("schema {} is not supported (this moverctl reads schema 1)", f.schema));
+        return err(
+            "schema",
+            format!(
+                "schema {} is not supported (this moverctl reads schema 1)",
+                f.schema
+            ),
+        );
     }
     let stem = file_name.trim_end_matches(".toml");
     if f.id != stem {
-        return err("id", format!("id {:?} must match the file name {file_name:?}", f.id));
+        return err(
+            "id",
+            format!("id {:?} must match the file name {file_name:?}", f.id),
+        );
     }
-    if f.id.is_empty() || !f.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
-        return err("id", format!("id {:?} must be lower-case letters, digits and '-'", f.id));
+    if f.id.is_empty()
+        || !f
+            .id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        return err(
+            "id",
+            format!("id {:?} must be lower-case letters, digits and '-'", f.id),
+        );
     }
     if f.billing.bytes_per_gb == 0 {
         return err("billing.bytes_per_gb", "must be above zero".into());
@@ -187,25 +204,38 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
     for (i, c) in f.classes.iter().enumerate() {
         let at = format!("classes[{i}]");
         if !class_ids.insert(c.id.as_str()) {
-            return err(&format!("{at}.id"), format!("class {:?} appears twice", c.id));
+            return err(
+                &format!("{at}.id"),
+                format!("class {:?} appears twice", c.id),
+            );
         }
         check_storage_tiers(&format!("{at}.storage"), &c.storage)?;
         for (name, rp) in [("put", &c.put), ("get", &c.get), ("list", &c.list)] {
             if rp.per == 0 {
-                return err(&format!("{at}.{name}.per"), "must be above zero (1000, 10000 or 1000000)".into());
+                return err(
+                    &format!("{at}.{name}.per"),
+                    "must be above zero (1000, 10000 or 1000000)".into(),
+                );
             }
         }
         if let Some(rp) = &c.retrieval_request
             && rp.per == 0
         {
-            return err(&format!("{at}.retrieval_request.per"), "must be above zero".into());
+            return err(
+                &format!("{at}.retrieval_request.per"),
+                "must be above zero".into(),
+            );
         }
         check_date(&format!("{at}.as_of"), &c.as_of)?;
     }
     if !class_ids.contains(f.default_class.as_str()) {
         return err(
             "default_class",
-            format!("{:?} is not one of the classes: {}", f.default_class, join(&class_ids)),
+            format!(
+                "{:?} is not one of the classes: {}",
+                f.default_class,
+                join(&class_ids)
+            ),
         );
     }
     if f.regions.is_empty() {
@@ -215,7 +245,10 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
     for (i, r) in f.regions.iter().enumerate() {
         let at = format!("regions[{i}]");
         if !region_ids.insert(r.id.as_str()) {
-            return err(&format!("{at}.id"), format!("region {:?} appears twice", r.id));
+            return err(
+                &format!("{at}.id"),
+                format!("region {:?} appears twice", r.id),
+            );
         }
         for k in r.storage_per_gb_month.keys() {
             if !class_ids.contains(k.as_str()) {
@@ -230,7 +263,10 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
         }
         let overrides = !r.storage_per_gb_month.is_empty() || r.inter_region_per_gb.is_some();
         if overrides && (r.source.is_none() || r.as_of.is_none()) {
-            return err(&at, "a region that overrides prices needs its own source and as_of".into());
+            return err(
+                &at,
+                "a region that overrides prices needs its own source and as_of".into(),
+            );
         }
         if let Some(d) = &r.as_of {
             check_date(&format!("{at}.as_of"), d)?;
@@ -239,7 +275,11 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
     if !region_ids.contains(f.default_region.as_str()) {
         return err(
             "default_region",
-            format!("{:?} is not one of the regions: {}", f.default_region, join(&region_ids)),
+            format!(
+                "{:?} is not one of the regions: {}",
+                f.default_region,
+                join(&region_ids)
+            ),
         );
     }
     let l = &f.limits;
@@ -249,11 +289,17 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
     if l.min_part_bytes == 0 || l.min_part_bytes > l.max_part_bytes {
         return err(
             "limits.min_part_bytes",
-            format!("must be above zero and at most max_part_bytes ({})", l.max_part_bytes),
+            format!(
+                "must be above zero and at most max_part_bytes ({})",
+                l.max_part_bytes
+            ),
         );
     }
     if l.max_single_put_bytes > l.max_object_bytes {
-        return err("limits.max_single_put_bytes", "must be at most max_object_bytes".into());
+        return err(
+            "limits.max_single_put_bytes",
+            "must be at most max_object_bytes".into(),
+        );
     }
     for (i, h) in l.checksum_headers.iter().enumerate() {
         if !CHECKSUM_HEADERS.contains(&h.as_str()) {
@@ -280,19 +326,27 @@ fn join(s: &BTreeSet<&str>) -> String {
 
 fn check_date(path: &str, d: &toml::value::Datetime) -> Result<(), Invalid> {
     if d.date.is_none() || d.time.is_some() {
-        return Err((path.to_string(), format!("{d} must be a plain date such as 2026-09-20")));
+        return Err((
+            path.to_string(),
+            format!("{d} must be a plain date such as 2026-09-20"),
+        ));
     }
     Ok(())
 }
 
 fn check_egress(at: &str, e: &Egress) -> Result<(), Invalid> {
     check_date(&format!("{at}.as_of"), &e.as_of)?;
-    check_ascending(&format!("{at}.tiers"), e.tiers.iter().map(|t| t.up_to_gb), true)?;
+    check_ascending(
+        &format!("{at}.tiers"),
+        e.tiers.iter().map(|t| t.up_to_gb),
+        true,
+    )?;
     match (&e.free_multiple_of_stored, &e.over_multiple) {
         (Some(_), None) => {
             return Err((
                 format!("{at}.over_multiple"),
-                "free_multiple_of_stored needs over_multiple (\"billed\" or \"policy-risk\")".into(),
+                "free_multiple_of_stored needs over_multiple (\"billed\" or \"policy-risk\")"
+                    .into(),
             ));
         }
         (None, Some(_)) => {
@@ -314,7 +368,10 @@ fn check_egress(at: &str, e: &Egress) -> Result<(), Invalid> {
 
 fn check_storage_tiers(at: &str, tiers: &[StorageTier]) -> Result<(), Invalid> {
     if tiers.is_empty() {
-        return Err((at.to_string(), "at least one tier ({ per_gb_month = \"…\" }) is needed".into()));
+        return Err((
+            at.to_string(),
+            "at least one tier ({ per_gb_month = \"…\" }) is needed".into(),
+        ));
     }
     check_ascending(at, tiers.iter().map(|t| t.up_to_gb), false)
 }

@@ -33,19 +33,31 @@ impl<'c> Place<'c> {
         let provider = catalog.get(pid)?;
         let f = &provider.file;
         let region_id = region.unwrap_or(&f.default_region);
-        let region = f.regions.iter().find(|r| r.id == region_id).ok_or_else(|| {
-            CatalogError::UnknownRegion {
+        let region = f
+            .regions
+            .iter()
+            .find(|r| r.id == region_id)
+            .ok_or_else(|| CatalogError::UnknownRegion {
                 provider: pid.to_string(),
                 region: region_id.to_string(),
-                known: f.regions.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "),
-            }
-        })?;
+                known: f
+                    .regions
+                    .iter()
+                    .map(|r| r.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
         let class_id = class.unwrap_or(&f.default_class);
         let class = f.classes.iter().find(|c| c.id == class_id).ok_or_else(|| {
             CatalogError::UnknownClass {
                 provider: pid.to_string(),
                 class: class_id.to_string(),
-                known: f.classes.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(", "),
+                known: f
+                    .classes
+                    .iter()
+                    .map(|c| c.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             }
         })?;
         Ok(Place {
@@ -62,7 +74,10 @@ impl<'c> Place<'c> {
 
     /// `aws:us-east-1/standard`, always fully spelled out.
     pub fn canonical(&self) -> String {
-        format!("{}:{}/{}", self.provider.file.id, self.region.id, self.class.id)
+        format!(
+            "{}:{}/{}",
+            self.provider.file.id, self.region.id, self.class.id
+        )
     }
 
     pub fn bytes_per_gb(&self) -> u64 {
@@ -71,7 +86,10 @@ impl<'c> Place<'c> {
 
     /// Internet egress rules in force in this region.
     pub fn egress(&self) -> &'c Egress {
-        self.region.egress.as_ref().unwrap_or(&self.provider.file.egress)
+        self.region
+            .egress
+            .as_ref()
+            .unwrap_or(&self.provider.file.egress)
     }
 
     pub fn inter_region_per_gb(&self) -> Decimal {
@@ -96,4 +114,28 @@ impl<'c> Place<'c> {
     pub fn limits(&self) -> &'c Limits {
         &self.provider.file.limits
     }
+}
+
+/// Oldest and newest `as_of` dates among a provider's priced sections.
+pub fn price_dates(f: &ProviderFile) -> (String, String) {
+    let mut dates: Vec<String> = vec![
+        f.billing.as_of.to_string(),
+        f.egress.as_of.to_string(),
+        f.transfer.as_of.to_string(),
+        f.limits.as_of.to_string(),
+    ];
+    dates.extend(f.classes.iter().map(|c| c.as_of.to_string()));
+    dates.extend(
+        f.regions
+            .iter()
+            .filter_map(|r| r.as_of.map(|d| d.to_string())),
+    );
+    if let Some(w) = &f.exit_waiver {
+        dates.push(w.as_of.to_string());
+    }
+    dates.sort();
+    (
+        dates.first().cloned().unwrap_or_default(),
+        dates.last().cloned().unwrap_or_default(),
+    )
 }

@@ -44,7 +44,9 @@ pub enum Upload {
 pub enum PartError {
     #[error("an object of {size} bytes is larger than the store's maximum object size ({max})")]
     TooLarge { size: u64, max: u64 },
-    #[error("an object of {size} bytes needs parts over the store's {max_part}-byte part limit to stay within {max_parts} parts")]
+    #[error(
+        "an object of {size} bytes needs parts over the store's {max_part}-byte part limit to stay within {max_parts} parts"
+    )]
     TooManyParts {
         size: u64,
         max_parts: u32,
@@ -116,14 +118,20 @@ mod tests {
     #[test]
     fn small_is_single_put() {
         assert_eq!(part_plan(0, &s3(), PartRule::default()), Ok(Upload::Single));
-        assert_eq!(part_plan(64 * MIB, &s3(), PartRule::default()), Ok(Upload::Single));
+        assert_eq!(
+            part_plan(64 * MIB, &s3(), PartRule::default()),
+            Ok(Upload::Single)
+        );
     }
 
     #[test]
     fn one_byte_over_threshold_is_two_parts() {
         assert_eq!(
             part_plan(64 * MIB + 1, &s3(), PartRule::default()),
-            Ok(Upload::Multipart { part_size: 64 * MIB, parts: 2 })
+            Ok(Upload::Multipart {
+                part_size: 64 * MIB,
+                parts: 2
+            })
         );
     }
 
@@ -132,12 +140,18 @@ mod tests {
         let size = 10_000 * 64 * MIB;
         assert_eq!(
             part_plan(size, &s3(), PartRule::default()),
-            Ok(Upload::Multipart { part_size: 64 * MIB, parts: 10_000 })
+            Ok(Upload::Multipart {
+                part_size: 64 * MIB,
+                parts: 10_000
+            })
         );
         // One byte more no longer fits in 10,000 parts: the part size doubles.
         assert_eq!(
             part_plan(size + 1, &s3(), PartRule::default()),
-            Ok(Upload::Multipart { part_size: 128 * MIB, parts: 5_001 })
+            Ok(Upload::Multipart {
+                part_size: 128 * MIB,
+                parts: 5_001
+            })
         );
     }
 

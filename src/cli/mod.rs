@@ -1,0 +1,109 @@
+//! The command line: clap definitions, turning flags into resolved options once, and dispatch.
+//! Every error is printed once, here, and becomes an exit code from [`exit::TABLE`].
+
+pub mod exit;
+mod plan_cmd;
+mod providers_cmd;
+
+use crate::catalog::{Catalog, CatalogError};
+use clap::{Args, Parser, Subcommand};
+use exit::Exit;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "moverctl",
+    version,
+    about = "Price, plan, run and verify large object-storage moves between clouds",
+    after_help = exit_help()
+)]
+pub struct Cli {
+    /// Folder of provider files that replace or extend the built-in catalog.
+    #[arg(long, global = true, env = "MOVERCTL_PROVIDERS", value_name = "DIR")]
+    pub providers: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+fn exit_help() -> String {
+    exit::table_text()
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Price and time a move to one or more destinations, ranked; optionally save a plan file.
+    Plan(Box<plan_cmd::PlanArgs>),
+    /// List the providers in the catalog, or show one with its prices, sources and dates.
+    Providers(ProvidersArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProvidersArgs {
+    #[command(subcommand)]
+    pub action: Option<ProvidersAction>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvidersAction {
+    /// Show one provider: classes, egress, limits, waivers, each with source and date.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Errors that reach the user; each knows its exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error(transparent)]
+    Corpus(#[from] crate::plan::corpus::CorpusError),
+    #[error(transparent)]
+    Plan(#[from] crate::plan::file::PlanError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Failure(String),
+}
+
+impl CliError {
+    pub fn exit(&self) -> Exit {
+        use crate::plan::file::PlanError;
+        match self {
+            CliError::Catalog(CatalogError::Io { .. }) => Exit::BadInput,
+            CliError::Catalog(_) | CliError::Corpus(_) | CliError::Usage(_) => Exit::BadInput,
+            CliError::Plan(PlanError::Io { .. }) => Exit::Failure,
+            CliError::Plan(_) => Exit::BadInput,
+            CliError::Failure(_) => Exit::Failure,
+        }
+    }
+}
+
+pub fn load_catalog(dir: Option<&std::path::Path>) -> Result<Catalog, CliError> {
+    Ok(Catalog::load(dir)?)
+}
+
+/// Parse arguments, run, print any error once, and return the exit code.
+pub fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => Exit::Success.into(),
+        Err(e) => {
+            eprintln!("moverctl: error: {e}");
+            e.exit().into()
+        }
+    }
+}
+
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    let catalog = load_catalog(cli.providers.as_deref())?;
+    match cli.command {
+        Command::Plan(args) => plan_cmd::run(&catalog, *args),
+        Command::Providers(args) => providers_cmd::run(&catalog, args),
+    }
+}

@@ -82,7 +82,8 @@ impl Corpus {
             (None, Some(b), Some(o)) => {
                 if o == 0 && b > 0 {
                     return Err(CorpusError::Flags(
-                        "--objects 0 with --bytes above zero: a corpus with bytes has objects".into(),
+                        "--objects 0 with --bytes above zero: a corpus with bytes has objects"
+                            .into(),
                     ));
                 }
                 vec![SizeBucket {
@@ -100,7 +101,8 @@ impl Corpus {
             (Some(p), b, Some(o)) => profile_buckets(p, o, b)?,
             (Some(_), _, None) => {
                 return Err(CorpusError::Flags(
-                    "--profile needs --objects (the profile gives shares of the object count)".into(),
+                    "--profile needs --objects (the profile gives shares of the object count)"
+                        .into(),
                 ));
             }
         };
@@ -124,7 +126,10 @@ impl Corpus {
         let mut hist = Histogram::default();
         let format = match format {
             InventoryFormat::Auto => {
-                if shown.ends_with(".jsonl") || shown.ends_with(".ndjson") || shown.ends_with(".json") {
+                if shown.ends_with(".jsonl")
+                    || shown.ends_with(".ndjson")
+                    || shown.ends_with(".json")
+                {
                     InventoryFormat::JsonLines
                 } else {
                     InventoryFormat::Csv
@@ -163,7 +168,11 @@ pub enum InventoryFormat {
     S3Inventory(Vec<String>),
 }
 
-fn profile_buckets(p: &str, objects: u64, bytes: Option<u64>) -> Result<Vec<SizeBucket>, CorpusError> {
+fn profile_buckets(
+    p: &str,
+    objects: u64,
+    bytes: Option<u64>,
+) -> Result<Vec<SizeBucket>, CorpusError> {
     let bad = |m: String| CorpusError::Flags(format!("--profile {p:?}: {m}"));
     let mut parts = Vec::new();
     let mut share_sum = rust_decimal::Decimal::ZERO;
@@ -188,10 +197,12 @@ fn profile_buckets(p: &str, objects: u64, bytes: Option<u64>) -> Result<Vec<Size
     use rust_decimal::prelude::ToPrimitive;
     let mut counts: Vec<u64> = parts
         .iter()
-        .map(|(s, _)| (rust_decimal::Decimal::from(objects) * s / rust_decimal::Decimal::from(100))
-            .floor()
-            .to_u64()
-            .unwrap_or(0))
+        .map(|(s, _)| {
+            (rust_decimal::Decimal::from(objects) * s / rust_decimal::Decimal::from(100))
+                .floor()
+                .to_u64()
+                .unwrap_or(0)
+        })
         .collect();
     let assigned: u64 = counts.iter().sum();
     counts[0] += objects - assigned;
@@ -212,7 +223,9 @@ fn profile_buckets(p: &str, objects: u64, bytes: Option<u64>) -> Result<Vec<Size
     if let Some(target) = bytes {
         // Scale every size so the total matches --bytes exactly.
         if raw == 0 {
-            return Err(bad("every size is zero, so it cannot be scaled to --bytes".into()));
+            return Err(bad(
+                "every size is zero, so it cannot be scaled to --bytes".into()
+            ));
         }
         let mut left = target;
         let n = buckets.len();
@@ -247,7 +260,11 @@ impl Histogram {
     fn into_buckets(self) -> Vec<SizeBucket> {
         self.map
             .into_iter()
-            .map(|((class, _), (count, bytes))| SizeBucket { class, count, bytes })
+            .map(|((class, _), (count, bytes))| SizeBucket {
+                class,
+                count,
+                bytes,
+            })
             .collect()
     }
 }
@@ -370,21 +387,33 @@ fn read_csv(
                 layout.unwrap()
             }
         };
-        let key = record
-            .get(ki)
-            .ok_or_else(|| err(format!("has {} columns; the key should be in column {}", record.len(), ki + 1)))?;
+        let key = record.get(ki).ok_or_else(|| {
+            err(format!(
+                "has {} columns; the key should be in column {}",
+                record.len(),
+                ki + 1
+            ))
+        })?;
         let size_s = record
             .get(si)
-            .ok_or_else(|| err(format!("has {} columns; the size should be in column {}", record.len(), si + 1)))?
+            .ok_or_else(|| {
+                err(format!(
+                    "has {} columns; the size should be in column {}",
+                    record.len(),
+                    si + 1
+                ))
+            })?
             .trim();
         if size_s.is_empty() && columns.is_some() {
             // S3 Inventory leaves Size empty for delete markers.
             hist.skipped += 1;
             continue;
         }
-        let size: u64 = size_s
-            .parse()
-            .map_err(|_| err(format!("size {size_s:?} is not a whole number of bytes >= 0")))?;
+        let size: u64 = size_s.parse().map_err(|_| {
+            err(format!(
+                "size {size_s:?} is not a whole number of bytes >= 0"
+            ))
+        })?;
         if key.ends_with('/') && size == 0 {
             hist.skipped += 1;
             continue;
@@ -425,10 +454,17 @@ mod tests {
 
     #[test]
     fn csv_with_header_and_classes() {
-        let f = write("key,size,storage_class\na,10,STANDARD\nb,20,GLACIER\n", ".csv");
+        let f = write(
+            "key,size,storage_class\na,10,STANDARD\nb,20,GLACIER\n",
+            ".csv",
+        );
         let c = Corpus::from_inventory(f.path(), InventoryFormat::Auto).unwrap();
         assert_eq!((c.total_objects(), c.total_bytes()), (2, 30));
-        assert!(c.buckets.iter().any(|b| b.class.as_deref() == Some("GLACIER")));
+        assert!(
+            c.buckets
+                .iter()
+                .any(|b| b.class.as_deref() == Some("GLACIER"))
+        );
     }
 
     #[test]
@@ -449,17 +485,27 @@ mod tests {
             .map(String::from)
             .collect();
         let c = Corpus::from_inventory(f.path(), InventoryFormat::S3Inventory(cols)).unwrap();
-        assert_eq!((c.total_objects(), c.total_bytes(), c.skipped_lines), (1, 100, 1));
+        assert_eq!(
+            (c.total_objects(), c.total_bytes(), c.skipped_lines),
+            (1, 100, 1)
+        );
         assert_eq!(c.buckets[0].class.as_deref(), Some("STANDARD_IA"));
     }
 
     #[test]
     fn malformed_lines_name_their_line() {
         let f = write("key,size\na,10\nb,ten\n", ".csv");
-        let e = Corpus::from_inventory(f.path(), InventoryFormat::Auto).unwrap_err().to_string();
+        let e = Corpus::from_inventory(f.path(), InventoryFormat::Auto)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(":3:") && e.contains("\"ten\""), "{e}");
-        let f = write("{\"key\":\"a\",\"size\":1}\n{\"key\":\"b\",\"size\":-4}\n", ".jsonl");
-        let e = Corpus::from_inventory(f.path(), InventoryFormat::Auto).unwrap_err().to_string();
+        let f = write(
+            "{\"key\":\"a\",\"size\":1}\n{\"key\":\"b\",\"size\":-4}\n",
+            ".jsonl",
+        );
+        let e = Corpus::from_inventory(f.path(), InventoryFormat::Auto)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(":2:"), "{e}");
     }
 
@@ -467,7 +513,7 @@ mod tests {
     fn buckets_are_narrow() {
         for s in [100u64, 1000, 65_536, 1 << 30, 5_000_000_000] {
             let b = bucket_of(s);
-            assert_eq!(bucket_of(s + s / 20).saturating_sub(b) <= 1, true);
+            assert!(bucket_of(s + s / 20).saturating_sub(b) <= 1);
         }
         assert!(bucket_of(64 << 20) != bucket_of(128 << 20));
     }

@@ -1,2 +1,4 @@
 pub mod corpus;
+pub mod file;
 pub mod model;
+pub mod render;

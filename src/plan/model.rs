@@ -236,9 +236,10 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     let source_requests = request_cost(&src_class.list, counts.source_list, months_moving)
         + request_cost(&src_class.get, counts.source_get, months_moving);
     let dst_class = dst.class;
-    let destination_requests = request_cost(&dst_class.list, counts.destination_list, months_moving)
-        + request_cost(&dst_class.put, counts.destination_put, months_moving)
-        + request_cost(&dst_class.get, counts.destination_head, months_moving);
+    let destination_requests =
+        request_cost(&dst_class.list, counts.destination_list, months_moving)
+            + request_cost(&dst_class.put, counts.destination_put, months_moving)
+            + request_cost(&dst_class.get, counts.destination_head, months_moving);
 
     // Retrieval out of cold source classes, per object class when an inventory says.
     let mut retrieval = Usd::ZERO;
@@ -388,8 +389,17 @@ pub fn tiered(gb: Decimal, tiers: &[(Option<Decimal>, Decimal)]) -> Decimal {
 
 /// Internet egress of `gb_total` spread over `months`, with `stored_gb` stored at the provider.
 /// Returns the cost and whether any month went over a zero-egress multiple.
-pub fn internet_egress(e: &Egress, gb_total: Decimal, stored_gb: Decimal, months: u32) -> (Usd, bool) {
-    let tiers: Vec<_> = e.tiers.iter().map(|t| (t.up_to_gb.map(|d| d.0), t.per_gb.0)).collect();
+pub fn internet_egress(
+    e: &Egress,
+    gb_total: Decimal,
+    stored_gb: Decimal,
+    months: u32,
+) -> (Usd, bool) {
+    let tiers: Vec<_> = e
+        .tiers
+        .iter()
+        .map(|t| (t.up_to_gb.map(|d| d.0), t.per_gb.0))
+        .collect();
     let per_month = gb_total / Decimal::from(months);
     let mut over = false;
     let month_cost = match (e.free_multiple_of_stored, e.over_multiple) {
@@ -460,7 +470,11 @@ fn inventory_class<'c>(src: &Place<'c>, name: &str) -> Option<&'c StorageClass> 
     src.provider.file.classes.iter().find(|c| c.id == id)
 }
 
-fn source_class_of<'c>(src: &Place<'c>, inv: Option<&str>, warnings: &mut Vec<String>) -> &'c StorageClass {
+fn source_class_of<'c>(
+    src: &Place<'c>,
+    inv: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> &'c StorageClass {
     let Some(name) = inv else { return src.class };
     inventory_class(src, name).unwrap_or_else(|| {
         let w = format!(
@@ -486,16 +500,30 @@ fn storage_month(dst: &Place, corpus: &Corpus, warnings: &mut Vec<String>) -> Us
             raw += u128::from(n) * u128::from(size);
         }
     }
-    let gb_of = |bytes: u128| Decimal::from_u128(bytes).unwrap_or(Decimal::MAX) / Decimal::from(dst.bytes_per_gb());
+    let gb_of = |bytes: u128| {
+        Decimal::from_u128(bytes).unwrap_or(Decimal::MAX) / Decimal::from(dst.bytes_per_gb())
+    };
     let tiers = dst.storage_tiers();
-    let price = |bytes: u128| tiered((gb_of(bytes) - class.free_gb_month.0).max(Decimal::ZERO), &tiers);
+    let price = |bytes: u128| {
+        tiered(
+            (gb_of(bytes) - class.free_gb_month.0).max(Decimal::ZERO),
+            &tiers,
+        )
+    };
     let mut month = Usd(price(billed));
     if billed > raw {
         let extra = Usd(price(billed) - price(raw));
         let why = if class.min_object_bytes > 0 {
-            format!("objects under {} are billed as {}", fmt_bytes(class.min_object_bytes), fmt_bytes(class.min_object_bytes))
+            format!(
+                "objects under {} are billed as {}",
+                fmt_bytes(class.min_object_bytes),
+                fmt_bytes(class.min_object_bytes)
+            )
         } else {
-            format!("{} of overhead is billed per object", fmt_bytes(class.overhead_bytes_per_object))
+            format!(
+                "{} of overhead is billed per object",
+                fmt_bytes(class.overhead_bytes_per_object)
+            )
         };
         warnings.push(format!(
             "{}: {why}, adding {} of billed size and {}/month",
@@ -532,7 +560,8 @@ fn transfer_time(src: &Place, dst: &Place, corpus: &Corpus, c: &Counts, a: &Assu
     // parts run in parallel), HEAD.
     let latency = Decimal::from(a.latency_ms) / Decimal::from(1000);
     let single = objects - c.multipart_objects - c.unplaceable_objects.min(objects);
-    let slot_latencies = Decimal::from(single) * Decimal::from(3) + Decimal::from(c.multipart_objects) * Decimal::from(5);
+    let slot_latencies = Decimal::from(single) * Decimal::from(3)
+        + Decimal::from(c.multipart_objects) * Decimal::from(5);
     let request_seconds = slot_latencies * latency / slots;
 
     let scale = |scope: Option<RateScope>| match scope {
@@ -565,9 +594,14 @@ fn transfer_time(src: &Place, dst: &Place, corpus: &Corpus, c: &Counts, a: &Assu
     }
     let mut restore_seconds = Decimal::ZERO;
     for b in &corpus.buckets {
-        let cl = b.class.as_deref().and_then(|n| inventory_class(src, n)).unwrap_or(src.class);
+        let cl = b
+            .class
+            .as_deref()
+            .and_then(|n| inventory_class(src, n))
+            .unwrap_or(src.class);
         if cl.archive {
-            restore_seconds = restore_seconds.max(Decimal::from(cl.restore_hours.unwrap_or(12) * 3600));
+            restore_seconds =
+                restore_seconds.max(Decimal::from(cl.restore_hours.unwrap_or(12) * 3600));
         }
     }
     Time {

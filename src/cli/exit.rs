@@ -1,0 +1,41 @@
+//! The one table of exit codes. README.md and `moverctl --help` show the same table; a test keeps
+//! them in step.
+
+use std::process::ExitCode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything asked for was done.
+    Success = 0,
+    /// A failure at run time that is not the input's fault (a file could not be written, …).
+    Failure = 1,
+    /// Bad input: a flag, a provider file, a plan file or an inventory is wrong; nothing was done.
+    BadInput = 2,
+}
+
+/// (code, meaning) rows, in the order the table shows them.
+pub const TABLE: &[(u8, &str)] = &[
+    (0, "success: everything asked for was done"),
+    (
+        1,
+        "failure at run time (e.g. a file could not be written); see the message",
+    ),
+    (
+        2,
+        "bad input: a flag, provider file, plan file or inventory is wrong (the message names it); nothing was done",
+    ),
+];
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e as u8)
+    }
+}
+
+pub fn table_text() -> String {
+    let mut s = String::from("Exit codes:\n");
+    for (code, meaning) in TABLE {
+        s.push_str(&format!("  {code}  {meaning}\n"));
+    }
+    s
+}

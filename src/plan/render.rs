@@ -1,0 +1,197 @@
+//! Plan output: the ranked comfy-table a person reads, and the JSON document scripts read.
+//!
+//! JSON schema (`"schema": "moverctl.plan/1"`): `source`, `corpus`, `assumptions`, and
+//! `candidates` (ranked, cheapest first), each with `rank`, `destination` (as given), `resolved`,
+//! `cost` (USD numbers: `egress`, `egress_before_waiver`, `source_requests`,
+//! `destination_requests`, `retrieval`, `storage_per_month`, `storage_horizon`, `early_deletion`,
+//! `exit_egress`, `gpu_idle`, `total` — `total` is everything but `storage_per_month` and
+//! `exit_egress`), `time` (`seconds`, `bound`, and the seconds of each bound), `requests` (counts),
+//! `upload` and `warnings` (strings).
+
+use super::corpus::Corpus;
+use super::model::{Assumptions, Candidate};
+use crate::catalog::Place;
+use crate::units::{fmt_bytes, fmt_count, fmt_duration, fmt_rate_bits};
+use comfy_table::{CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use rust_decimal::Decimal;
+use serde_json::{Value, json};
+
+fn dec(d: Decimal) -> Value {
+    let s = d.round_dp(3).normalize().to_string();
+    Value::Number(s.parse().expect("decimal digits are a JSON number"))
+}
+
+pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate]) -> Value {
+    let candidates: Vec<Value> = ranked
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut cost = serde_json::Map::new();
+            for (k, v) in c.cost.items() {
+                cost.insert(k.to_string(), v.to_json());
+            }
+            cost.insert(
+                "egress_before_waiver".into(),
+                c.cost.egress_before_waiver.to_json(),
+            );
+            json!({
+                "rank": i + 1,
+                "destination": c.destination,
+                "resolved": c.resolved,
+                "cost": cost,
+                "time": {
+                    "seconds": dec(c.time.seconds),
+                    "bound": c.time.bound.as_str(),
+                    "bandwidth_seconds": dec(c.time.bandwidth_seconds),
+                    "request_seconds": dec(c.time.request_seconds),
+                    "rate_limit_seconds": dec(c.time.rate_limit_seconds),
+                    "listing_seconds": dec(c.time.listing_seconds),
+                    "restore_seconds": dec(c.time.restore_seconds),
+                    "effective_bandwidth_bytes_per_second": dec(c.time.effective_bandwidth),
+                },
+                "requests": {
+                    "source_list": c.counts.source_list,
+                    "source_get": c.counts.source_get,
+                    "destination_list": c.counts.destination_list,
+                    "destination_put": c.counts.destination_put,
+                    "destination_head": c.counts.destination_head,
+                },
+                "upload": {
+                    "multipart_objects": c.counts.multipart_objects,
+                    "parts": c.counts.parts,
+                    "max_part_size": c.counts.max_part_size,
+                    "unplaceable_objects": c.counts.unplaceable_objects,
+                },
+                "warnings": c.warnings,
+            })
+        })
+        .collect();
+    json!({
+        "schema": "moverctl.plan/1",
+        "source": src.canonical(),
+        "corpus": {
+            "bytes": corpus.total_bytes(),
+            "objects": corpus.total_objects(),
+            "origin": corpus.origin,
+            "skipped_lines": corpus.skipped_lines,
+        },
+        "assumptions": {
+            "months": a.months,
+            "bandwidth_bytes_per_second": dec(a.bandwidth),
+            "workers": a.workers,
+            "worker_nic_bytes_per_second": dec(a.worker_nic),
+            "concurrency": a.concurrency,
+            "stream_throughput_bytes_per_second": dec(a.stream_throughput),
+            "latency_ms": a.latency_ms,
+            "prefixes": a.prefixes,
+            "gpu_hourly": a.gpu_hourly.to_json(),
+            "exit_waiver": a.exit_waiver,
+            "multipart_threshold": a.part_rule.threshold,
+            "part_size": a.part_rule.preferred_part,
+        },
+        "candidates": candidates,
+    })
+}
+
+/// The human report: a header, the ranked table, then warnings per destination.
+pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate]) -> String {
+    let mut out = String::new();
+    let bytes = corpus.total_bytes();
+    let objects = corpus.total_objects();
+    let avg = bytes.checked_div(objects).unwrap_or(0);
+    out.push_str(&format!(
+        "Corpus   {} in {} objects (avg {}), {}; horizon {} months\n",
+        fmt_bytes(bytes),
+        fmt_count(objects),
+        fmt_bytes(avg),
+        src.canonical(),
+        a.months
+    ));
+    if corpus.origin != "flags" {
+        out.push_str(&format!("         from {}", corpus.origin));
+        if corpus.skipped_lines > 0 {
+            out.push_str(&format!(
+                " ({} directory markers / delete markers skipped)",
+                corpus.skipped_lines
+            ));
+        }
+        out.push('\n');
+    }
+    if let Some(best) = ranked.first() {
+        let t = &best.time;
+        out.push_str(&format!(
+            "Transfer {} to {}, {}-bound at {} ({} worker(s) x {} in flight, {} ms per request{})\n",
+            fmt_duration(t.seconds),
+            best.provider,
+            t.bound.as_str(),
+            fmt_rate_bits(t.effective_bandwidth),
+            a.workers,
+            a.concurrency,
+            a.latency_ms,
+            if t.restore_seconds > Decimal::ZERO {
+                format!(", plus {} of archive restore", fmt_duration(t.restore_seconds))
+            } else {
+                String::new()
+            }
+        ));
+    }
+    out.push('\n');
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    let horizon = format!("{}-mo storage", a.months);
+    table.set_header(vec![
+        "#",
+        "destination",
+        "egress",
+        "requests",
+        "retrieval",
+        "storage/mo",
+        horizon.as_str(),
+        "early delete",
+        "GPU idle",
+        "total",
+        "time",
+        "leave later",
+    ]);
+    for (i, c) in ranked.iter().enumerate() {
+        let k = &c.cost;
+        table.add_row(vec![
+            (i + 1).to_string(),
+            c.destination.clone(),
+            k.egress.to_string(),
+            (k.source_requests + k.destination_requests).to_string(),
+            k.retrieval.to_string(),
+            k.storage_per_month.to_string(),
+            k.storage_horizon.to_string(),
+            k.early_deletion.to_string(),
+            k.gpu_idle.to_string(),
+            k.total().to_string(),
+            fmt_duration(c.time.seconds),
+            k.exit_egress.to_string(),
+        ]);
+    }
+    for col in 2..12 {
+        if let Some(c) = table.column_mut(col) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    out.push_str(&table.to_string());
+    out.push('\n');
+    let mut seen = std::collections::BTreeSet::new();
+    let mut lines = Vec::new();
+    for c in ranked {
+        for w in &c.warnings {
+            if seen.insert(w.clone()) {
+                lines.push(format!("! {w}"));
+            }
+        }
+    }
+    if !lines.is_empty() {
+        out.push('\n');
+        out.push_str(&lines.join("\n"));
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,300 @@
+//! Hand-computed line items. Each expected number is worked out in the comment above it from the
+//! published prices in providers/*.toml, never from the code under test.
+
+use super::*;
+use moverctl::catalog::Place;
+use moverctl::money::Usd;
+use moverctl::plan::model::{internet_egress, months_of};
+
+// AWS bills GB = 2^30 bytes. 100 GB/month free, then $0.09 up to 10 TB (10,240 GB), $0.085 up to
+// 50 TB (51,200 GB), $0.07 up to 150 TB (153,600 GB), $0.05 above.
+#[test]
+fn aws_egress_at_exactly_10_50_150_tb() {
+    // 10 TB: (10,240 - 100) x 0.09 = 912.60
+    assert_eq!(
+        eval("aws", "cloudflare-r2", 10_240 * GIB, 1000).cost.egress,
+        Usd(d("912.60"))
+    );
+    // 50 TB: 912.60 + 40,960 x 0.085 (3,481.60) = 4,394.20
+    assert_eq!(
+        eval("aws", "cloudflare-r2", 51_200 * GIB, 1000).cost.egress,
+        Usd(d("4394.20"))
+    );
+    // 150 TB: 4,394.20 + 102,400 x 0.07 (7,168) = 11,562.20
+    assert_eq!(
+        eval("aws", "cloudflare-r2", 153_600 * GIB, 1000)
+            .cost
+            .egress,
+        Usd(d("11562.20"))
+    );
+    // one GB more is billed at the top tier: + 0.05
+    assert_eq!(
+        eval("aws", "cloudflare-r2", 153_601 * GIB, 1000)
+            .cost
+            .egress,
+        Usd(d("11562.25"))
+    );
+}
+
+#[test]
+fn aws_free_allowance() {
+    assert_eq!(
+        eval("aws", "backblaze-b2", 100 * GIB, 10).cost.egress,
+        Usd::ZERO
+    );
+    // 101 GB: one billed GB at 0.09
+    assert_eq!(
+        eval("aws", "backblaze-b2", 101 * GIB, 10).cost.egress,
+        Usd(d("0.09"))
+    );
+}
+
+#[test]
+fn exit_waiver_credits_egress_and_prints_conditions() {
+    let c = eval_with("aws", "cloudflare-r2", &corpus(10_240 * GIB, 1000), |a| {
+        a.exit_waiver = true
+    });
+    assert_eq!(c.cost.egress, Usd::ZERO);
+    assert_eq!(c.cost.egress_before_waiver, Usd(d("912.60")));
+    let w = c
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("exit waiver"))
+        .expect("waiver warning");
+    assert!(w.contains("60 days") && w.contains("credit"), "{w}");
+}
+
+#[test]
+fn inside_one_provider_is_inter_region_or_free() {
+    // us-east-1 -> us-west-2: $0.02/GB; 1,000 GB -> $20
+    assert_eq!(
+        eval("aws:us-east-1", "aws:us-west-2", 1000 * GIB, 10)
+            .cost
+            .egress,
+        Usd(d("20"))
+    );
+    assert_eq!(
+        eval("aws:us-east-1", "aws:us-east-1/glacier-ir", 1000 * GIB, 10)
+            .cost
+            .egress,
+        Usd::ZERO
+    );
+}
+
+// B2: egress is free up to 3x the average stored data per month, then $0.01/GB (GB = 10^9).
+#[test]
+fn b2_three_times_rule() {
+    let b2 = catalog().get("backblaze-b2").unwrap();
+    let e = &b2.file.egress;
+    // 300 GB out with 100 GB stored: within 3x, free.
+    assert_eq!(
+        internet_egress(e, d("300"), d("100"), 1),
+        (Usd::ZERO, false)
+    );
+    // 400 GB out with 100 GB stored: 100 GB over, x 0.01 = $1.00
+    assert_eq!(
+        internet_egress(e, d("400"), d("100"), 1),
+        (Usd(d("1.00")), true)
+    );
+    // Spread over two months: 200 GB a month, within 3x each month.
+    assert_eq!(
+        internet_egress(e, d("400"), d("100"), 2),
+        (Usd::ZERO, false)
+    );
+    // Leaving B2 with the whole corpus is within the rule: free.
+    assert_eq!(
+        eval("aws", "backblaze-b2", 1_000_000_000_000, 1000)
+            .cost
+            .exit_egress,
+        Usd::ZERO
+    );
+}
+
+// Wasabi: $7.99 per TB-month with TB = 1,024 GB -> 0.007802734375 per GB; 90-day minimum.
+#[test]
+fn wasabi_ninety_day_minimum() {
+    // 10 TB = 10,000 GB of 10 MB objects: 78.02734375 per month.
+    let c = eval_with(
+        "aws",
+        "wasabi",
+        &corpus(10_000_000_000_000, 1_000_000),
+        |a| a.months = 1,
+    );
+    assert_eq!(c.cost.storage_per_month, Usd(d("78.02734375")));
+    // Kept one month (30 days) of 90: 60 more days billed = 2 x 78.02734375
+    assert_eq!(c.cost.early_deletion, Usd(d("156.0546875")));
+    let three = eval_with(
+        "aws",
+        "wasabi",
+        &corpus(10_000_000_000_000, 1_000_000),
+        |a| a.months = 3,
+    );
+    assert_eq!(three.cost.early_deletion, Usd::ZERO);
+    assert!(c.warnings.iter().any(|w| w.contains("90-day minimum")));
+}
+
+#[test]
+fn wasabi_minimum_object_size_and_monthly_minimum() {
+    // 1,000,000 objects of 1,000 bytes are billed as 4,096 bytes each: 4.096 GB -> below the
+    // 1 TB monthly minimum ($7.99), which applies.
+    let c = eval("aws", "wasabi", 1_000_000_000, 1_000_000);
+    assert_eq!(c.cost.storage_per_month, Usd(d("7.99")));
+    assert!(
+        c.warnings.iter().any(|w| w.contains("billed as")),
+        "{:?}",
+        c.warnings
+    );
+}
+
+// R2 Standard: class A $4.50 per million (1 M free a month), class B $0.36 per million (10 M free),
+// LIST is class A. R2 Infrequent Access: $9.00 / $0.90 per million, no free tier.
+#[test]
+fn r2_class_a_and_b() {
+    // 2,000,000 objects of 1 MB: 2,000,000 PUTs - 1,000,000 free = 1,000,000 x 4.5/M = 4.50;
+    // 2,000 LIST pages x 4.5/M = 0.009; 2,000,000 HEADs within the 10 M free class B.
+    let c = eval("aws", "cloudflare-r2", 2_000_000_000_000, 2_000_000);
+    assert_eq!(c.cost.destination_requests, Usd(d("4.509")));
+    // IA: 2,002,000 x 9/M = 18.018; 2,000,000 x 0.9/M = 1.80
+    let ia = eval(
+        "aws",
+        "cloudflare-r2/infrequent-access",
+        2_000_000_000_000,
+        2_000_000,
+    );
+    assert_eq!(ia.cost.destination_requests, Usd(d("19.818")));
+}
+
+// AWS source requests: LIST $0.005 per 1,000; GET $0.0004 per 1,000.
+#[test]
+fn aws_source_requests() {
+    // 1,000,000 objects of 1 MB: 1,000 LIST pages = 0.005; 1,000,000 GETs = 0.40
+    assert_eq!(
+        eval("aws", "backblaze-b2", 1_000_000_000_000, 1_000_000)
+            .cost
+            .source_requests,
+        Usd(d("0.405"))
+    );
+}
+
+// AWS multipart: 10,000 parts at most; 64 MiB preferred parts.
+#[test]
+fn part_counts_at_the_ten_thousand_part_limit() {
+    let size = 10_000 * 64 * (1u64 << 20);
+    let c = eval("cloudflare-r2", "aws", size, 1);
+    assert_eq!((c.counts.parts, c.counts.destination_put), (10_000, 10_002));
+    assert_eq!(c.counts.source_get, 10_000, "one ranged GET per part");
+    // One byte more: parts double to 128 MiB, 5,001 of them.
+    let c = eval("cloudflare-r2", "aws", size + 1, 1);
+    assert_eq!((c.counts.parts, c.counts.max_part_size), (5_001, 128 << 20));
+    // AWS PUT $0.005 per 1,000: 5,003 x 0.005 / 1,000 = 0.025015, + one LIST 0.000005, + one HEAD
+    // at 0.0004 / 1,000 = 0.0000004
+    assert_eq!(c.cost.destination_requests, Usd(d("0.0250204")));
+}
+
+#[test]
+fn objects_over_the_destination_limit_are_flagged() {
+    let r2 = &catalog().get("cloudflare-r2").unwrap().file.limits;
+    let c = eval("aws", "cloudflare-r2", r2.max_object_bytes + 1, 1);
+    assert_eq!(c.counts.unplaceable_objects, 1);
+    assert!(c.warnings.iter().any(|w| w.contains("cannot be copied")));
+}
+
+// Retrieval: Glacier Flexible at the source needs a restore, priced per GB and per request.
+#[test]
+fn archive_source_pays_retrieval_and_waits() {
+    let src = Place::resolve(catalog(), "aws/glacier-flexible").unwrap();
+    let per_gb = src.class.retrieval_per_gb.0;
+    let c = eval("aws/glacier-flexible", "backblaze-b2", 1000 * GIB, 1000);
+    let per_req = src
+        .class
+        .retrieval_request
+        .as_ref()
+        .map(|r| d("1000") * r.price.0 / Decimal::from(r.per))
+        .unwrap_or_default();
+    assert_eq!(c.cost.retrieval, Usd(d("1000") * per_gb + per_req));
+    assert!(c.time.restore_seconds > Decimal::ZERO);
+    assert!(c.warnings.iter().any(|w| w.contains("restored")));
+}
+
+#[test]
+fn gpu_idle_is_hours_times_rate() {
+    // 10 Gbit/s = 1.25 GB/s; 4.5 TB takes 3,600 s; 8 GPUs at $4.50 = $36/hour -> $36.
+    let c = eval_with("onprem", "onprem", &corpus(4_500_000_000_000, 1000), |a| {
+        a.gpu_hourly = Usd(d("36"));
+    });
+    assert_eq!(c.time.seconds, d("3600"));
+    assert_eq!(c.cost.gpu_idle, Usd(d("36")));
+}
+
+#[test]
+fn time_reports_the_bound_that_dominates() {
+    // 10 M objects of 100 bytes: each holds a slot for 3 x 30 ms; 64 slots -> 14,062.5 s.
+    let c = eval("onprem", "onprem", 1_000_000_000, 10_000_000);
+    assert_eq!(c.time.bound.as_str(), "requests");
+    assert_eq!(c.time.seconds, d("14062.5"));
+    // A big corpus in few objects is bandwidth-bound.
+    assert_eq!(
+        eval("onprem", "onprem", 1_000_000_000_000, 10)
+            .time
+            .bound
+            .as_str(),
+        "bandwidth"
+    );
+    // AWS allows 3,500 writes/s per prefix: 10 M single PUTs with one prefix take 2,857 s at least,
+    // more latency slots make it request-bound unless concurrency is high.
+    let c = eval_with("onprem", "aws", &corpus(1_000_000_000, 10_000_000), |a| {
+        a.concurrency = 10_000
+    });
+    assert_eq!(c.time.bound.as_str(), "rate-limit");
+}
+
+#[test]
+fn more_bytes_never_cost_less_and_total_is_the_sum() {
+    let dests = [
+        "backblaze-b2",
+        "wasabi",
+        "cloudflare-r2",
+        "gcp",
+        "azure",
+        "aws:us-west-2",
+        "aws/deep-archive",
+    ];
+    for to in dests {
+        let mut prev = Usd::ZERO;
+        for step in 0..40u64 {
+            let bytes = step * step * 7_919 * GIB + step;
+            let c = eval("aws", to, bytes, 1 + step * 1000);
+            let k = &c.cost;
+            let sum = k.egress
+                + k.source_requests
+                + k.destination_requests
+                + k.retrieval
+                + k.storage_horizon
+                + k.early_deletion
+                + k.gpu_idle;
+            assert_eq!(k.total(), sum, "{to} at {bytes}");
+            assert!(
+                k.total() >= prev,
+                "{to}: {bytes} bytes cost less than the step before"
+            );
+            prev = k.total();
+        }
+    }
+}
+
+#[test]
+fn egress_is_spread_over_the_months_a_move_takes() {
+    assert_eq!(months_of(d("1")), 1);
+    assert_eq!(months_of(d("2592000")), 1);
+    assert_eq!(months_of(d("2592001")), 2);
+    // 300 TB over a 1 Gbit/s link takes ~28 days (one month); over 100 Mbit/s, many months, each
+    // with its own free 100 GB and its own tiers, so the bill is higher.
+    let fast = eval_with("aws", "backblaze-b2", &corpus(300_000 * GIB, 1000), |a| {
+        a.bandwidth = d("125000000") * d("2")
+    });
+    let slow = eval_with("aws", "backblaze-b2", &corpus(300_000 * GIB, 1000), |a| {
+        a.bandwidth = d("12500000")
+    });
+    assert!(months_of(slow.time.seconds) > 1);
+    assert!(slow.cost.egress > fast.cost.egress);
+}
