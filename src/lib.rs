@@ -7,5 +7,6 @@ pub mod catalog;
 pub mod cli;
 pub mod money;
 pub mod plan;
+pub mod store;
 pub mod tomlfile;
 pub mod units;

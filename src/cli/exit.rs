@@ -11,6 +11,10 @@ pub enum Exit {
     Failure = 1,
     /// Bad input: a flag, a provider file, a plan file or an inventory is wrong; nothing was done.
     BadInput = 2,
+    /// The command ran to the end, but some objects could not be handled; it says which.
+    Partial = 3,
+    /// Credentials are missing or refused; the message names the variable or profile needed.
+    Credentials = 4,
 }
 
 /// (code, meaning) rows, in the order the table shows them.
@@ -23,6 +27,14 @@ pub const TABLE: &[(u8, &str)] = &[
     (
         2,
         "bad input: a flag, provider file, plan file or inventory is wrong (the message names it); nothing was done",
+    ),
+    (
+        3,
+        "partial: the command finished but some objects could not be handled (listed, copied or verified); each is named",
+    ),
+    (
+        4,
+        "credentials missing or refused: the message names the variable, profile or file that would satisfy it",
     ),
 ];
 

@@ -2,6 +2,7 @@
 //! Every error is printed once, here, and becomes an exit code from [`exit::TABLE`].
 
 pub mod exit;
+mod ls_cmd;
 mod plan_cmd;
 mod providers_cmd;
 
@@ -21,6 +22,9 @@ pub struct Cli {
     /// Folder of provider files that replace or extend the built-in catalog.
     #[arg(long, global = true, env = "MOVERCTL_PROVIDERS", value_name = "DIR")]
     pub providers: Option<PathBuf>,
+    /// Remotes file (default ~/.config/moverctl/remotes.toml; also MOVERCTL_CONFIG).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -35,6 +39,8 @@ pub enum Command {
     Plan(Box<plan_cmd::PlanArgs>),
     /// List the providers in the catalog, or show one with its prices, sources and dates.
     Providers(ProvidersArgs),
+    /// List the objects at a location, in key order, with sizes and totals.
+    Ls(ls_cmd::LsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -65,6 +71,12 @@ pub enum CliError {
     Corpus(#[from] crate::plan::corpus::CorpusError),
     #[error(transparent)]
     Plan(#[from] crate::plan::file::PlanError),
+    #[error(transparent)]
+    Open(#[from] crate::store::OpenError),
+    #[error(transparent)]
+    Config(#[from] crate::store::config::ConfigError),
+    #[error(transparent)]
+    List(#[from] crate::store::list::ListError),
     #[error("{0}")]
     Usage(String),
     #[error("{0}")]
@@ -79,9 +91,34 @@ impl CliError {
             CliError::Catalog(_) | CliError::Corpus(_) | CliError::Usage(_) => Exit::BadInput,
             CliError::Plan(PlanError::Io { .. }) => Exit::Failure,
             CliError::Plan(_) => Exit::BadInput,
+            CliError::Config(_) => Exit::BadInput,
+            CliError::Open(crate::store::OpenError::Credentials(_)) => Exit::Credentials,
+            CliError::Open(crate::store::OpenError::Location(_)) => Exit::BadInput,
+            CliError::Open(_) => Exit::Failure,
+            CliError::List(crate::store::list::ListError::Store { source, .. })
+                if is_auth(source) =>
+            {
+                Exit::Credentials
+            }
+            CliError::List(_) => Exit::Failure,
             CliError::Failure(_) => Exit::Failure,
         }
     }
+}
+
+fn is_auth(e: &object_store::Error) -> bool {
+    matches!(
+        e,
+        object_store::Error::Unauthenticated { .. } | object_store::Error::PermissionDenied { .. }
+    )
+}
+
+/// The async runtime for commands that talk to stores.
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))
 }
 
 pub fn load_catalog(dir: Option<&std::path::Path>) -> Result<Catalog, CliError> {
@@ -92,7 +129,7 @@ pub fn load_catalog(dir: Option<&std::path::Path>) -> Result<Catalog, CliError> 
 pub fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => Exit::Success.into(),
+        Ok(code) => code.into(),
         Err(e) => {
             eprintln!("moverctl: error: {e}");
             e.exit().into()
@@ -100,10 +137,14 @@ pub fn main() -> std::process::ExitCode {
     }
 }
 
-pub fn run(cli: Cli) -> Result<(), CliError> {
+pub fn run(cli: Cli) -> Result<Exit, CliError> {
     let catalog = load_catalog(cli.providers.as_deref())?;
     match cli.command {
-        Command::Plan(args) => plan_cmd::run(&catalog, *args),
-        Command::Providers(args) => providers_cmd::run(&catalog, args),
+        Command::Plan(args) => plan_cmd::run(&catalog, *args).map(|()| Exit::Success),
+        Command::Providers(args) => providers_cmd::run(&catalog, args).map(|()| Exit::Success),
+        Command::Ls(args) => {
+            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            ls_cmd::run(&remotes, args)
+        }
     }
 }

@@ -1,0 +1,248 @@
+//! Named remotes (`~/.config/moverctl/remotes.toml`, `--config FILE`, `MOVERCTL_CONFIG`): a
+//! provider, an endpoint, a region, addressing style, storage class, and *where* credentials come
+//! from (names of environment variables, an AWS profile). The file never holds a secret; fields
+//! that would are refused with a message saying what to write instead.
+//!
+//! ```toml
+//! [remotes.b2]
+//! type = "s3"
+//! provider = "backblaze-b2"
+//! endpoint = "https://s3.us-west-004.backblazeb2.com"
+//! region = "us-west-004"
+//! access_key_id_env = "B2_KEY_ID"
+//! secret_access_key_env = "B2_APP_KEY"
+//! ```
+
+use super::location::{Location, LocationError, remote_location};
+use crate::tomlfile::{self, FileError};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Remotes {
+    #[serde(default)]
+    remotes: BTreeMap<String, Remote>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Remote {
+    /// `s3`, `gcs`, `azure` or `local`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Catalog provider id (pricing, limits and quirks), e.g. `backblaze-b2`.
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub region: Option<String>,
+    /// Path-style addressing (`endpoint/bucket/key`); default true when an endpoint is given.
+    #[serde(default)]
+    pub path_style: Option<bool>,
+    #[serde(default)]
+    pub allow_http: Option<bool>,
+    #[serde(default)]
+    pub storage_class: Option<String>,
+    /// Names of environment variables that hold the credentials.
+    #[serde(default)]
+    pub access_key_id_env: Option<String>,
+    #[serde(default)]
+    pub secret_access_key_env: Option<String>,
+    #[serde(default)]
+    pub session_token_env: Option<String>,
+    /// An AWS shared-config profile (`~/.aws/credentials`, `~/.aws/config`).
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Allow instance / container / web-identity credentials (EC2 IMDS, ECS, EKS).
+    #[serde(default)]
+    pub instance_credentials: bool,
+    /// Public buckets: send unsigned requests.
+    #[serde(default)]
+    pub anonymous: bool,
+    /// GCS: the variable holding the path of a service-account JSON file.
+    #[serde(default)]
+    pub service_account_path_env: Option<String>,
+    /// Azure: storage account name, and the variables holding a key or SAS token.
+    #[serde(default)]
+    pub account: Option<String>,
+    #[serde(default)]
+    pub account_key_env: Option<String>,
+    #[serde(default)]
+    pub sas_token_env: Option<String>,
+    #[serde(default)]
+    pub use_emulator: bool,
+    /// Local: the folder `NAME:` stands for.
+    #[serde(default)]
+    pub root: Option<PathBuf>,
+}
+
+const SECRET_FIELDS: &[(&str, &str)] = &[
+    (
+        "secret_access_key",
+        "secret_access_key_env = \"NAME_OF_VARIABLE\"",
+    ),
+    ("access_key_id", "access_key_id_env = \"NAME_OF_VARIABLE\""),
+    ("session_token", "session_token_env = \"NAME_OF_VARIABLE\""),
+    ("account_key", "account_key_env = \"NAME_OF_VARIABLE\""),
+    ("sas_token", "sas_token_env = \"NAME_OF_VARIABLE\""),
+    ("password", "an environment variable name"),
+    ("secret", "an environment variable name"),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(transparent)]
+    Invalid(#[from] FileError),
+    #[error("{file}: {message}")]
+    Io { file: String, message: String },
+}
+
+impl Remotes {
+    pub fn get(&self, name: &str) -> Option<&Remote> {
+        self.remotes.get(name)
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.remotes.keys().cloned().collect()
+    }
+
+    pub fn insert(&mut self, name: &str, r: Remote) {
+        self.remotes.insert(name.to_string(), r);
+    }
+
+    /// `--config FILE`, else `MOVERCTL_CONFIG`, else `~/.config/moverctl/remotes.toml` if it exists.
+    pub fn load(explicit: Option<&Path>) -> Result<Remotes, ConfigError> {
+        let path = match explicit {
+            Some(p) => Some(p.to_path_buf()),
+            None => std::env::var_os("MOVERCTL_CONFIG")
+                .map(PathBuf::from)
+                .or_else(|| default_path().filter(|p| p.exists())),
+        };
+        let Some(path) = path else {
+            return Ok(Remotes::default());
+        };
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Io {
+            file: shown.clone(),
+            message: format!("cannot read the remotes file: {e}"),
+        })?;
+        Self::parse(&shown, &text)
+    }
+
+    pub fn parse(shown: &str, text: &str) -> Result<Remotes, ConfigError> {
+        // A secret written into the file is refused before anything else, and never echoed.
+        if let Ok(raw) = toml::from_str::<toml::Table>(text)
+            && let Some(toml::Value::Table(rs)) = raw.get("remotes")
+        {
+            for (name, r) in rs {
+                if let toml::Value::Table(fields) = r {
+                    for (field, instead) in SECRET_FIELDS {
+                        if fields.contains_key(*field) {
+                            let path = format!("remotes.{name}.{field}");
+                            return Err(tomlfile::invalid(
+                                shown,
+                                text,
+                                &path,
+                                format!(
+                                    "the remotes file must not hold secrets; remove it and write {instead} (or use an AWS profile)"
+                                ),
+                            )
+                            .into());
+                        }
+                    }
+                }
+            }
+        }
+        let remotes: Remotes = tomlfile::parse(shown, text)?;
+        for (name, r) in &remotes.remotes {
+            let at = format!("remotes.{name}.type");
+            if !["s3", "gcs", "azure", "local"].contains(&r.kind.as_str()) {
+                return Err(tomlfile::invalid(
+                    shown,
+                    text,
+                    &at,
+                    format!("{:?} is not one of s3, gcs, azure, local", r.kind),
+                )
+                .into());
+            }
+            if r.kind == "local" && r.root.is_none() {
+                return Err(tomlfile::invalid(
+                    shown,
+                    text,
+                    &format!("remotes.{name}"),
+                    "a local remote needs root = \"/path\"".into(),
+                )
+                .into());
+            }
+            if name.is_empty() || name.contains(['/', ':']) {
+                return Err(tomlfile::invalid(
+                    shown,
+                    text,
+                    &format!("remotes.{name}"),
+                    "remote names may not contain '/' or ':'".into(),
+                )
+                .into());
+            }
+        }
+        Ok(remotes)
+    }
+}
+
+impl Remote {
+    pub(crate) fn location(
+        &self,
+        name: &str,
+        given: &str,
+        rest: &str,
+    ) -> Result<Location, LocationError> {
+        remote_location(&self.kind, name, given, rest, self.root.as_ref())
+    }
+}
+
+pub fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("moverctl").join("remotes.toml"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_remote_and_uses_it() {
+        let r = Remotes::parse(
+            "remotes.toml",
+            "[remotes.garage]\ntype = \"s3\"\nendpoint = \"http://127.0.0.1:3900\"\nregion = \"garage\"\naccess_key_id_env = \"K\"\nsecret_access_key_env = \"S\"\n",
+        )
+        .unwrap();
+        let loc = Location::parse("garage:bkt/some/prefix", &r).unwrap();
+        assert_eq!(loc.shown(), "garage:bkt/some/prefix/");
+    }
+
+    #[test]
+    fn secrets_are_refused_and_not_echoed() {
+        let text = "[remotes.x]\ntype = \"s3\"\nsecret_access_key = \"wJalrXUtnFEMI\"\n";
+        let e = Remotes::parse("r.toml", text).unwrap_err().to_string();
+        assert!(
+            e.contains("r.toml:3:") && e.contains("secret_access_key_env"),
+            "{e}"
+        );
+        assert!(!e.contains("wJalrXUtnFEMI"), "{e}");
+    }
+
+    #[test]
+    fn bad_type_is_located() {
+        let e = Remotes::parse("r.toml", "[remotes.x]\ntype = \"ftp\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("r.toml:2:") && e.contains("remotes.x.type"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,308 @@
+//! Where objects live, as the user writes it: `s3://bucket/prefix`, `gs://bucket/prefix`,
+//! `az://container/prefix`, `file:///path`, a plain path, `memory://` (tests), or a named remote
+//! `NAME:bucket/prefix` from the remotes file.
+
+use super::config::Remotes;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    S3 {
+        bucket: String,
+        prefix: String,
+        remote: Option<String>,
+    },
+    Gcs {
+        bucket: String,
+        prefix: String,
+        remote: Option<String>,
+    },
+    Azure {
+        container: String,
+        prefix: String,
+        remote: Option<String>,
+    },
+    Local {
+        root: PathBuf,
+    },
+    Memory {
+        prefix: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum LocationError {
+    #[error("{given:?}: {reason}")]
+    Invalid { given: String, reason: String },
+    #[error(
+        "{given:?}: unknown remote {name:?}; configured remotes: {known} (a local path with ':' in it is written ./{given})"
+    )]
+    UnknownRemote {
+        given: String,
+        name: String,
+        known: String,
+    },
+}
+
+/// Normalise a prefix: no leading '/', and a trailing '/' unless empty, so `train` lists
+/// `train/…` and never `training/…`.
+fn norm_prefix(p: &str) -> String {
+    let p = p.trim_start_matches('/');
+    if p.is_empty() || p.ends_with('/') {
+        p.to_string()
+    } else {
+        format!("{p}/")
+    }
+}
+
+fn split_bucket(given: &str, rest: &str, what: &str) -> Result<(String, String), LocationError> {
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if bucket.is_empty() {
+        return Err(LocationError::Invalid {
+            given: given.to_string(),
+            reason: format!("no {what} name"),
+        });
+    }
+    if bucket.contains('@') || given.contains('?') {
+        return Err(LocationError::Invalid {
+            given: "(location withheld: it may carry a credential)".to_string(),
+            reason: "locations must not carry credentials (user info or query strings); use the environment, a profile or a remote".into(),
+        });
+    }
+    Ok((bucket.to_string(), norm_prefix(prefix)))
+}
+
+impl Location {
+    pub fn parse(given: &str, remotes: &Remotes) -> Result<Location, LocationError> {
+        let g = given.trim();
+        if let Some((scheme, rest)) = g.split_once("://") {
+            return match scheme {
+                "s3" | "s3a" => {
+                    let (bucket, prefix) = split_bucket(g, rest, "bucket")?;
+                    Ok(Location::S3 {
+                        bucket,
+                        prefix,
+                        remote: None,
+                    })
+                }
+                "gs" | "gcs" => {
+                    let (bucket, prefix) = split_bucket(g, rest, "bucket")?;
+                    Ok(Location::Gcs {
+                        bucket,
+                        prefix,
+                        remote: None,
+                    })
+                }
+                "az" | "azure" => {
+                    let (container, prefix) = split_bucket(g, rest, "container")?;
+                    Ok(Location::Azure {
+                        container,
+                        prefix,
+                        remote: None,
+                    })
+                }
+                "file" => {
+                    let path = rest.strip_prefix("localhost").unwrap_or(rest);
+                    if !path.starts_with('/') {
+                        return Err(LocationError::Invalid {
+                            given: g.to_string(),
+                            reason: "file:// needs an absolute path (file:///data/x)".into(),
+                        });
+                    }
+                    Ok(Location::Local {
+                        root: PathBuf::from(path),
+                    })
+                }
+                "memory" => Ok(Location::Memory {
+                    prefix: norm_prefix(rest),
+                }),
+                other => Err(LocationError::Invalid {
+                    given: g.to_string(),
+                    reason: format!(
+                        "unknown scheme {other}:// (use s3://, gs://, az://, file://, a path, or a remote NAME:bucket/prefix)"
+                    ),
+                }),
+            };
+        }
+        if let Some((name, rest)) = g.split_once(':')
+            && !name.is_empty()
+            && !name.contains('/')
+            && !name.starts_with('.')
+        {
+            let Some(remote) = remotes.get(name) else {
+                return Err(LocationError::UnknownRemote {
+                    given: g.to_string(),
+                    name: name.to_string(),
+                    known: remotes.names().join(", ").if_empty("(none)"),
+                });
+            };
+            return remote.location(name, g, rest);
+        }
+        if g.is_empty() {
+            return Err(LocationError::Invalid {
+                given: g.to_string(),
+                reason: "empty location".into(),
+            });
+        }
+        Ok(Location::Local {
+            root: PathBuf::from(g),
+        })
+    }
+
+    /// The location as shown to people; never carries a credential.
+    pub fn shown(&self) -> String {
+        match self {
+            Location::S3 {
+                bucket,
+                prefix,
+                remote,
+            } => match remote {
+                Some(r) => format!("{r}:{bucket}/{prefix}"),
+                None => format!("s3://{bucket}/{prefix}"),
+            },
+            Location::Gcs {
+                bucket,
+                prefix,
+                remote,
+            } => match remote {
+                Some(r) => format!("{r}:{bucket}/{prefix}"),
+                None => format!("gs://{bucket}/{prefix}"),
+            },
+            Location::Azure {
+                container,
+                prefix,
+                remote,
+            } => match remote {
+                Some(r) => format!("{r}:{container}/{prefix}"),
+                None => format!("az://{container}/{prefix}"),
+            },
+            Location::Local { root } => root.display().to_string(),
+            Location::Memory { prefix } => format!("memory://{prefix}"),
+        }
+    }
+
+    /// The key prefix inside the bucket (empty for local roots and whole buckets).
+    pub fn prefix(&self) -> &str {
+        match self {
+            Location::S3 { prefix, .. }
+            | Location::Gcs { prefix, .. }
+            | Location::Azure { prefix, .. }
+            | Location::Memory { prefix } => prefix,
+            Location::Local { .. } => "",
+        }
+    }
+}
+
+trait IfEmpty {
+    fn if_empty(self, alt: &str) -> String;
+}
+
+impl IfEmpty for String {
+    fn if_empty(self, alt: &str) -> String {
+        if self.is_empty() {
+            alt.to_string()
+        } else {
+            self
+        }
+    }
+}
+
+pub(crate) fn remote_location(
+    kind: &str,
+    name: &str,
+    given: &str,
+    rest: &str,
+    root: Option<&PathBuf>,
+) -> Result<Location, LocationError> {
+    let remote = Some(name.to_string());
+    match kind {
+        "s3" => {
+            let (bucket, prefix) = split_bucket(given, rest, "bucket")?;
+            Ok(Location::S3 {
+                bucket,
+                prefix,
+                remote,
+            })
+        }
+        "gcs" => {
+            let (bucket, prefix) = split_bucket(given, rest, "bucket")?;
+            Ok(Location::Gcs {
+                bucket,
+                prefix,
+                remote,
+            })
+        }
+        "azure" => {
+            let (container, prefix) = split_bucket(given, rest, "container")?;
+            Ok(Location::Azure {
+                container,
+                prefix,
+                remote,
+            })
+        }
+        "local" => {
+            let base = root.cloned().unwrap_or_default();
+            Ok(Location::Local {
+                root: base.join(rest.trim_start_matches('/')),
+            })
+        }
+        other => Err(LocationError::Invalid {
+            given: given.to_string(),
+            reason: format!("remote {name:?} has unknown type {other:?}"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Location, LocationError> {
+        Location::parse(s, &Remotes::default())
+    }
+
+    #[test]
+    fn schemes() {
+        assert_eq!(
+            p("s3://b/train").unwrap(),
+            Location::S3 {
+                bucket: "b".into(),
+                prefix: "train/".into(),
+                remote: None
+            }
+        );
+        assert_eq!(p("gs://b").unwrap().prefix(), "");
+        assert_eq!(p("az://c/x/y/").unwrap().prefix(), "x/y/");
+        assert_eq!(
+            p("file:///data/x").unwrap(),
+            Location::Local {
+                root: "/data/x".into()
+            }
+        );
+        assert_eq!(
+            p("./rel:path").unwrap(),
+            Location::Local {
+                root: "./rel:path".into()
+            }
+        );
+        assert!(matches!(p("ftp://x"), Err(LocationError::Invalid { .. })));
+        assert!(matches!(p("s3://"), Err(LocationError::Invalid { .. })));
+    }
+
+    #[test]
+    fn credentials_in_locations_are_refused_without_echo() {
+        let e = p("s3://AKIA:secret@bucket/x").unwrap_err().to_string();
+        assert!(!e.contains("secret"), "{e}");
+        let e = p("az://c/x?sig=SECRETSIG").unwrap_err().to_string();
+        assert!(!e.contains("SECRETSIG"), "{e}");
+    }
+
+    #[test]
+    fn unknown_remote_says_how_to_write_a_path() {
+        let e = p("b2:bucket/x").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown remote \"b2\"") && e.contains("./b2:bucket/x"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,310 @@
+//! Stores: a location opened through object_store, with the settings large transfers need
+//! (long request timeouts, read-stall detection, bounded retries), credentials from the usual
+//! places, and a listing that is always sorted by key bytes, streams in constant memory, and
+//! reports keys object_store refuses instead of stopping.
+
+pub mod config;
+pub mod creds;
+pub mod list;
+pub mod local;
+pub mod location;
+
+use config::{Remote, Remotes};
+use location::{Location, LocationError};
+use object_store::aws::{AmazonS3Builder, AwsCredential};
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::list::PaginatedListStore;
+use object_store::memory::InMemory;
+use object_store::{ClientOptions, ObjectStore, RetryConfig, StaticCredentialProvider};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    S3,
+    Gcs,
+    Azure,
+    Local,
+    Memory,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::S3 => "s3",
+            Kind::Gcs => "gcs",
+            Kind::Azure => "azure",
+            Kind::Local => "local",
+            Kind::Memory => "memory",
+        }
+    }
+}
+
+/// An opened location.
+#[derive(Clone)]
+pub struct Store {
+    pub inner: Arc<dyn ObjectStore>,
+    /// The same store as a paginated lister (cloud stores), used for sorted, resumable listing.
+    pub pages: Option<Arc<dyn PaginatedListStore>>,
+    pub kind: Kind,
+    /// Key prefix inside the bucket (`train/` or empty); keys handed out are relative to it.
+    pub prefix: String,
+    /// For local stores: the folder keys are relative to.
+    pub local_root: Option<PathBuf>,
+    pub location: Location,
+    /// Catalog provider id when known (from a remote).
+    pub provider: Option<String>,
+    pub storage_class: Option<String>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Store({})", self.location.shown())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Location(#[from] LocationError),
+    #[error(transparent)]
+    Credentials(#[from] creds::MissingCredentials),
+    #[error("{location}: {message}")]
+    Build { location: String, message: String },
+}
+
+/// HTTP settings for large transfers: object_store's 30 s whole-request default would kill any
+/// object that takes longer to stream, so requests may take up to an hour, a connection that
+/// stalls for 60 s is dropped, and connecting gives up after 10 s.
+pub fn client_options(allow_http: bool) -> ClientOptions {
+    ClientOptions::new()
+        .with_timeout(Duration::from_secs(3600))
+        .with_read_timeout(Duration::from_secs(60))
+        .with_connect_timeout(Duration::from_secs(10))
+        .with_pool_idle_timeout(Duration::from_secs(60))
+        .with_allow_http(allow_http)
+        .with_user_agent(
+            format!("moverctl/{}", env!("CARGO_PKG_VERSION"))
+                .parse()
+                .expect("a valid header value"),
+        )
+}
+
+pub fn retry_config() -> RetryConfig {
+    RetryConfig {
+        max_retries: 8,
+        retry_timeout: Duration::from_secs(240),
+        ..Default::default()
+    }
+}
+
+fn build_err(loc: &Location, e: object_store::Error) -> OpenError {
+    OpenError::Build {
+        location: loc.shown(),
+        message: e.to_string(),
+    }
+}
+
+impl Store {
+    /// Parse and open a location.
+    pub fn open(given: &str, remotes: &Remotes) -> Result<Store, OpenError> {
+        let loc = Location::parse(given, remotes)?;
+        let remote = match &loc {
+            Location::S3 { remote, .. }
+            | Location::Gcs { remote, .. }
+            | Location::Azure { remote, .. } => remote.as_deref().and_then(|r| remotes.get(r)),
+            _ => None,
+        };
+        Self::open_location(loc, remote)
+    }
+
+    pub fn open_location(loc: Location, remote: Option<&Remote>) -> Result<Store, OpenError> {
+        let shown = loc.shown();
+        let provider = remote.and_then(|r| r.provider.clone());
+        let storage_class = remote.and_then(|r| r.storage_class.clone());
+        let prefix = loc.prefix().to_string();
+        match &loc {
+            Location::S3 { bucket, .. } => {
+                let endpoint = remote
+                    .and_then(|r| r.endpoint.clone())
+                    .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
+                    .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+                let resolved = creds::s3(&shown, remote)?;
+                let region = remote
+                    .and_then(|r| r.region.clone())
+                    .or_else(|| std::env::var("AWS_REGION").ok())
+                    .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+                    .or(resolved.profile_region.clone())
+                    .unwrap_or_else(|| "us-east-1".to_string());
+                let allow_http = remote.and_then(|r| r.allow_http).unwrap_or_else(|| {
+                    endpoint
+                        .as_deref()
+                        .is_some_and(|e| e.starts_with("http://"))
+                });
+                let path_style = remote
+                    .and_then(|r| r.path_style)
+                    .unwrap_or(endpoint.is_some());
+                let mut b = AmazonS3Builder::new()
+                    .with_bucket_name(bucket)
+                    .with_region(&region)
+                    .with_allow_http(allow_http)
+                    .with_virtual_hosted_style_request(!path_style && endpoint.is_none())
+                    .with_client_options(client_options(allow_http))
+                    .with_retry(retry_config());
+                if let Some(e) = &endpoint {
+                    b = b.with_endpoint(e);
+                }
+                if provider.as_deref() == Some("backblaze-b2") {
+                    // B2 rejects the checksum header object_store's bulk delete always sends.
+                    b = b.with_disable_bulk_delete(true);
+                }
+                b = match resolved.creds {
+                    creds::S3Creds::Static(k) => {
+                        b.with_credentials(Arc::new(StaticCredentialProvider::new(AwsCredential {
+                            key_id: k.key_id,
+                            secret_key: k.secret,
+                            token: k.token,
+                        })))
+                    }
+                    creds::S3Creds::Delegated(kv) => {
+                        let mut b = b;
+                        for (k, v) in kv {
+                            if let Ok(key) = k.parse() {
+                                b = b.with_config(key, v);
+                            }
+                        }
+                        b
+                    }
+                    creds::S3Creds::Instance => b,
+                    creds::S3Creds::Anonymous => b.with_skip_signature(true),
+                };
+                let s = Arc::new(b.build().map_err(|e| build_err(&loc, e))?);
+                Ok(Store {
+                    inner: s.clone(),
+                    pages: Some(s),
+                    kind: Kind::S3,
+                    prefix,
+                    local_root: None,
+                    location: loc,
+                    provider,
+                    storage_class,
+                })
+            }
+            Location::Gcs { bucket, .. } => {
+                let sa = creds::gcs(&shown, remote)?;
+                let mut b = GoogleCloudStorageBuilder::new()
+                    .with_bucket_name(bucket)
+                    .with_client_options(client_options(true))
+                    .with_retry(retry_config());
+                b = match sa {
+                    Some(path) => b.with_service_account_path(path.display().to_string()),
+                    None => b.with_skip_signature(true),
+                };
+                if let Some(e) = remote.and_then(|r| r.endpoint.clone()) {
+                    b = b.with_base_url(&e);
+                }
+                let s = Arc::new(b.build().map_err(|e| build_err(&loc, e))?);
+                Ok(Store {
+                    inner: s.clone(),
+                    pages: Some(s),
+                    kind: Kind::Gcs,
+                    prefix,
+                    local_root: None,
+                    location: loc,
+                    provider,
+                    storage_class,
+                })
+            }
+            Location::Azure { container, .. } => {
+                let (account, c) = creds::azure(&shown, remote)?;
+                let endpoint = remote.and_then(|r| r.endpoint.clone());
+                let allow_http = remote.and_then(|r| r.allow_http).unwrap_or_else(|| {
+                    endpoint
+                        .as_deref()
+                        .is_some_and(|e| e.starts_with("http://"))
+                });
+                let mut b = MicrosoftAzureBuilder::new()
+                    .with_container_name(container)
+                    .with_allow_http(allow_http)
+                    .with_client_options(client_options(allow_http))
+                    .with_retry(retry_config());
+                if let Some(a) = &account {
+                    b = b.with_account(a);
+                }
+                if let Some(e) = &endpoint {
+                    b = b.with_endpoint(e.clone());
+                }
+                b = match c {
+                    creds::AzureCreds::Key(k) => b.with_access_key(k),
+                    creds::AzureCreds::Sas(s) => {
+                        let pairs: Vec<(String, String)> =
+                            url::form_urlencoded::parse(s.trim_start_matches('?').as_bytes())
+                                .into_owned()
+                                .collect();
+                        b.with_sas_authorization(pairs)
+                    }
+                    creds::AzureCreds::Emulator => b.with_use_emulator(true),
+                    creds::AzureCreds::Anonymous => b.with_skip_signature(true),
+                };
+                let s = Arc::new(b.build().map_err(|e| build_err(&loc, e))?);
+                Ok(Store {
+                    inner: s.clone(),
+                    pages: Some(s),
+                    kind: Kind::Azure,
+                    prefix,
+                    local_root: None,
+                    location: loc,
+                    provider,
+                    storage_class,
+                })
+            }
+            Location::Local { root } => {
+                std::fs::create_dir_all(root).map_err(|e| OpenError::Build {
+                    location: shown.clone(),
+                    message: format!("cannot create the folder: {e}"),
+                })?;
+                let root = root.canonicalize().map_err(|e| OpenError::Build {
+                    location: shown.clone(),
+                    message: e.to_string(),
+                })?;
+                let fs = object_store::local::LocalFileSystem::new_with_prefix(&root)
+                    .map_err(|e| build_err(&loc, e))?;
+                Ok(Store {
+                    inner: Arc::new(fs),
+                    pages: None,
+                    kind: Kind::Local,
+                    prefix,
+                    local_root: Some(root),
+                    location: loc,
+                    provider: Some("onprem".into()),
+                    storage_class,
+                })
+            }
+            Location::Memory { .. } => Ok(Store {
+                inner: Arc::new(InMemory::new()),
+                pages: None,
+                kind: Kind::Memory,
+                prefix,
+                local_root: None,
+                location: loc,
+                provider: None,
+                storage_class,
+            }),
+        }
+    }
+
+    /// The object_store path of a key relative to this location. Keys are taken as they are (no
+    /// percent-encoding); a key object_store cannot represent is an error naming it.
+    pub fn path_of(
+        &self,
+        key: &str,
+    ) -> Result<object_store::path::Path, object_store::path::Error> {
+        object_store::path::Path::parse(format!("{}{}", self.prefix, key))
+    }
+
+    pub fn shown(&self) -> String {
+        self.location.shown()
+    }
+}
