@@ -430,6 +430,8 @@ cmd_start() {
   command -v curl >/dev/null || die "curl is required (apt-get install -y curl)"
   command -v python3 >/dev/null || die "python3 is required"
   rm -f "$ENV_FILE"
+  # A failed start stops everything it recorded, so no half-configured server is reused later.
+  trap 'rc=$?; if ((rc != 0)); then log "start failed; stopping the servers (logs kept in $STATE/logs)"; stop_all; fi' EXIT
 
   install_garage
   install_azurite
@@ -452,6 +454,7 @@ cmd_start() {
     "azure 127.0.0.1:$AZ_PORT [${AZ_CONTAINERS[*]}]," \
     "gcs 127.0.0.1:$GCS_PORT [$GCS_BUCKET];" \
     "env: $ENV_FILE"
+  trap - EXIT
 }
 
 # Signals the recorded PID of NAME (its whole process group: it was started with setsid) and
@@ -477,6 +480,11 @@ cmd_stop() {
   [[ -d $STATE ]] || { log "nothing to stop ($STATE does not exist)"; return 0; }
   exec 9>"$STATE/.lock"
   flock 9
+  stop_all
+}
+
+# Stops every recorded server and deletes their data (caller holds the state lock).
+stop_all() {
   local s pid i alive
   local -A pids=()
   for s in "${SERVERS[@]}"; do

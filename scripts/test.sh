@@ -1,5 +1,19 @@
 #!/usr/bin/env bash
-# Runs every test of the project. Later test suites start their own servers from here.
+# Runs every test of the project: starts the test servers on 127.0.0.1 (installing them when
+# missing; see docs/testing.md), runs the whole suite against them, and stops the servers again
+# unless they were already running before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+env_file="$(scripts/servers.sh env)"
+started=0
+if [ ! -f "$env_file" ]; then
+  started=1
+fi
+scripts/servers.sh start
+if [ "$started" = 1 ]; then
+  trap 'scripts/servers.sh stop >/dev/null 2>&1 || true' EXIT
+fi
+# shellcheck disable=SC1090
+source "$env_file"
+export MOVERCTL_REQUIRE_SERVERS=1
 cargo test --locked "$@"

@@ -2,8 +2,9 @@
 //!
 //! Cloud stores are read page by page through `PaginatedListStore`. object_store refuses some
 //! keys (`a//b`, `.` or `..` segments, control characters) and a refused key fails its whole page;
-//! when that happens the lister re-reads from the last good key one key per request until it has
-//! stepped over the refused key, reports it as [`Listed::Refused`], and goes on with full pages.
+//! when that happens the lister re-reads from the last good key with pages half as large, down to
+//! a page of one key that holds only the refused key (about ten extra requests per refused key).
+//! It reports that key as [`Listed::Refused`] and goes on after it with full pages.
 //! Every store's order is checked: a key that is not greater than the one before ends the
 //! listing with [`ListError::Unsorted`], because everything downstream merge-joins sorted streams.
 
@@ -154,8 +155,14 @@ struct PageState {
     token: Option<String>,
     /// Full key to continue after when there is no page token.
     offset: Option<String>,
-    /// Re-reading one key at a time to step over a refused key.
-    stepping: bool,
+    /// While closing in on a refused key: the reduced page size.
+    page_size: Option<usize>,
+    /// How often the last refused key came back after it was reported (an inclusive or ignored
+    /// offset); bounded so a store that ignores offsets cannot loop forever.
+    repeats: u32,
+    /// Last full key handed out (objects or refused). Servers whose offset is inclusive
+    /// (fake-gcs-server) repeat it; repeats are dropped.
+    last: Option<String>,
     done: bool,
 }
 
@@ -165,7 +172,9 @@ fn paged(store: &Store) -> BoxStream<'static, Result<Listed, ListError>> {
         buffer: VecDeque::new(),
         token: None,
         offset: None,
-        stepping: false,
+        page_size: None,
+        repeats: 0,
+        last: None,
         done: false,
     };
     stream::unfold(st, |mut st| async move {
@@ -179,13 +188,9 @@ fn paged(store: &Store) -> BoxStream<'static, Result<Listed, ListError>> {
             let pages = st.store.pages.clone().expect("cloud stores list by pages");
             let prefix = st.store.prefix.clone();
             let opts = PaginatedListOptions {
-                offset: if st.token.is_none() {
-                    st.offset.clone()
-                } else {
-                    None
-                },
+                offset: if st.token.is_none() { st.offset.clone() } else { None },
                 page_token: st.token.clone(),
-                max_keys: st.stepping.then_some(1),
+                max_keys: st.page_size,
                 ..Default::default()
             };
             let res = pages
@@ -193,54 +198,61 @@ fn paged(store: &Store) -> BoxStream<'static, Result<Listed, ListError>> {
                 .await;
             match res {
                 Ok(page) => {
-                    let mut last = None;
                     for m in page.result.objects {
-                        last = Some(m.location.as_ref().to_string());
+                        let full = m.location.as_ref().to_string();
+                        if st.last.as_ref().is_some_and(|l| full.as_bytes() <= l.as_bytes()) {
+                            continue;
+                        }
+                        st.offset = Some(full.clone());
+                        st.last = Some(full);
                         st.buffer.push_back(Listed::Object(entry(&prefix, m)));
                     }
-                    if st.stepping {
-                        // One good key read past the trouble: back to full pages after it.
-                        st.stepping = false;
+                    if st.page_size.is_some() {
+                        // Reduced pages go on by offset until the refused key is reached.
                         st.token = None;
-                        if let Some(l) = last {
-                            st.offset = Some(l);
-                        } else {
-                            st.done = page.page_token.is_none();
-                        }
+                        st.done = page.page_token.is_none();
                     } else {
-                        if let Some(l) = last {
-                            st.offset = Some(l);
-                        }
                         st.token = page.page_token;
                         st.done = st.token.is_none();
                     }
                 }
                 Err(e) => match refused_key(&e) {
-                    Some((key, reason)) if st.stepping => {
-                        // This one-key page holds only the refused key: report it, continue after it.
-                        let rel = key
-                            .strip_prefix(prefix.as_str())
-                            .unwrap_or(&key)
-                            .to_string();
-                        st.buffer.push_back(Listed::Refused { key: rel, reason });
-                        st.offset = Some(key);
+                    Some((key, reason)) if st.page_size == Some(1) || st.last.as_deref() == Some(key.as_str()) => {
+                        if st.last.as_deref() == Some(key.as_str()) {
+                            // Reported already, yet the server returned it again.
+                            st.repeats += 1;
+                            if st.repeats > 1 {
+                                st.done = true;
+                                let location = st.store.shown();
+                                return Some((
+                                    Err(ListError::Local {
+                                        location,
+                                        message: format!(
+                                            "the store ignores the listing offset, so the refused key {key:?} cannot be stepped over"
+                                        ),
+                                    }),
+                                    st,
+                                ));
+                            }
+                            st.offset = Some(format!("{key}\0"));
+                        } else {
+                            let rel = key.strip_prefix(prefix.as_str()).unwrap_or(&key).to_string();
+                            st.buffer.push_back(Listed::Refused { key: rel, reason });
+                            st.offset = Some(key.clone());
+                            st.last = Some(key);
+                            st.repeats = 0;
+                        }
                         st.token = None;
-                        st.stepping = false;
+                        st.page_size = None;
                     }
                     Some(_) => {
-                        st.stepping = true;
+                        st.page_size = Some((st.page_size.unwrap_or(1000) / 2).max(1));
                         st.token = None;
                     }
                     None => {
                         st.done = true;
                         let location = st.store.shown();
-                        return Some((
-                            Err(ListError::Store {
-                                location,
-                                source: e,
-                            }),
-                            st,
-                        ));
+                        return Some((Err(ListError::Store { location, source: e }), st));
                     }
                 },
             }

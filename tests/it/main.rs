@@ -4,6 +4,7 @@ mod catalog;
 mod cli;
 mod plan_file;
 mod plan_golden;
+mod stores;
 
 use moverctl::catalog::{Catalog, Place};
 use moverctl::plan::corpus::Corpus;
@@ -50,4 +51,107 @@ pub fn moverctl() -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_moverctl"));
     c.env_remove("MOVERCTL_PROVIDERS");
     c
+}
+
+/// Endpoints and test credentials of the servers `scripts/servers.sh start` runs on 127.0.0.1.
+#[allow(dead_code)]
+pub struct Servers {
+    pub s3_endpoint: String,
+    pub s3b_endpoint: String,
+    pub region: String,
+    pub key_id: String,
+    pub secret: String,
+    pub bucket_a: String,
+    pub bucket_b: String,
+    pub bucket_c: String,
+    pub az_container: String,
+    pub az_container2: String,
+    pub gcs_endpoint: String,
+    pub gcs_bucket: String,
+}
+
+fn var(name: &str) -> String {
+    std::env::var(name)
+        .unwrap_or_else(|_| panic!("{name} is not set; source \"$(scripts/servers.sh env)\""))
+}
+
+/// The test servers, or None (with a note) when they are not running. With
+/// MOVERCTL_REQUIRE_SERVERS=1 (set by scripts/test.sh) their absence fails the test instead.
+pub fn servers() -> Option<Servers> {
+    if std::env::var("MOVERCTL_TEST_SERVERS").as_deref() != Ok("1") {
+        if std::env::var("MOVERCTL_REQUIRE_SERVERS").as_deref() == Ok("1") {
+            panic!(
+                "MOVERCTL_REQUIRE_SERVERS=1 but the test servers are not running (scripts/servers.sh start)"
+            );
+        }
+        eprintln!(
+            "skipped: no test servers (scripts/servers.sh start; source \"$(scripts/servers.sh env)\")"
+        );
+        return None;
+    }
+    Some(Servers {
+        s3_endpoint: var("MOVERCTL_TEST_S3_ENDPOINT"),
+        s3b_endpoint: var("MOVERCTL_TEST_S3B_ENDPOINT"),
+        region: var("MOVERCTL_TEST_S3_REGION"),
+        key_id: var("MOVERCTL_TEST_S3_KEY_ID"),
+        secret: var("MOVERCTL_TEST_S3_SECRET"),
+        bucket_a: var("MOVERCTL_TEST_S3_BUCKET_A"),
+        bucket_b: var("MOVERCTL_TEST_S3_BUCKET_B"),
+        bucket_c: var("MOVERCTL_TEST_S3B_BUCKET"),
+        az_container: var("MOVERCTL_TEST_AZURE_CONTAINER"),
+        az_container2: var("MOVERCTL_TEST_AZURE_CONTAINER2"),
+        gcs_endpoint: var("MOVERCTL_TEST_GCS_ENDPOINT"),
+        gcs_bucket: var("MOVERCTL_TEST_GCS_BUCKET"),
+    })
+}
+
+/// A remotes file naming the test servers; credentials come from the MOVERCTL_TEST_* variables.
+pub fn remotes_toml(s: &Servers) -> String {
+    format!(
+        r#"[remotes.garage]
+type = "s3"
+provider = "onprem"
+endpoint = "{s3}"
+region = "{region}"
+access_key_id_env = "MOVERCTL_TEST_S3_KEY_ID"
+secret_access_key_env = "MOVERCTL_TEST_S3_SECRET"
+
+[remotes.garage2]
+type = "s3"
+endpoint = "{s3b}"
+region = "{region}"
+access_key_id_env = "MOVERCTL_TEST_S3B_KEY_ID"
+secret_access_key_env = "MOVERCTL_TEST_S3B_SECRET"
+
+[remotes.azurite]
+type = "azure"
+endpoint = "{az}"
+account = "{account}"
+account_key_env = "MOVERCTL_TEST_AZURE_KEY"
+
+[remotes.fakegcs]
+type = "gcs"
+service_account_path_env = "MOVERCTL_TEST_GCS_SERVICE_ACCOUNT"
+"#,
+        s3 = s.s3_endpoint,
+        s3b = s.s3b_endpoint,
+        region = s.region,
+        az = var("MOVERCTL_TEST_AZURE_ENDPOINT"),
+        account = var("MOVERCTL_TEST_AZURE_ACCOUNT"),
+    )
+}
+
+pub fn remotes(s: &Servers) -> moverctl::store::config::Remotes {
+    moverctl::store::config::Remotes::parse("test-remotes.toml", &remotes_toml(s)).unwrap()
+}
+
+/// A prefix no other test (or earlier run) uses.
+pub fn unique(name: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("t-{name}-{t:x}-{}", N.fetch_add(1, Ordering::Relaxed))
 }
