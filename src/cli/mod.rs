@@ -107,10 +107,7 @@ impl CliError {
 }
 
 fn is_auth(e: &object_store::Error) -> bool {
-    matches!(
-        e,
-        object_store::Error::Unauthenticated { .. } | object_store::Error::PermissionDenied { .. }
-    )
+    crate::store::is_auth_error(e)
 }
 
 /// The async runtime for commands that talk to stores.

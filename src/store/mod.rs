@@ -308,3 +308,27 @@ impl Store {
         self.location.shown()
     }
 }
+
+/// Whether a store error means the credentials were missing, wrong or not allowed. object_store
+/// reports typed errors for some stores and a generic error carrying the HTTP status for others,
+/// so both are recognised.
+pub fn is_auth_error(e: &object_store::Error) -> bool {
+    if matches!(
+        e,
+        object_store::Error::Unauthenticated { .. } | object_store::Error::PermissionDenied { .. }
+    ) {
+        return true;
+    }
+    let text = e.to_string();
+    [
+        "401 Unauthorized",
+        "403 Forbidden",
+        "AccessDenied",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "AuthenticationFailed",
+        "AuthorizationFailure",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}

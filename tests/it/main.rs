@@ -2,6 +2,7 @@
 
 mod catalog;
 mod cli;
+mod creds;
 mod plan_file;
 mod plan_golden;
 mod stores;
