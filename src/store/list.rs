@@ -78,6 +78,15 @@ fn refused_key(e: &object_store::Error) -> Option<(String, String)> {
 
 /// Sorted, streaming listing of everything under the store's location.
 pub fn list(store: &Store) -> BoxStream<'static, Result<Listed, ListError>> {
+    list_pages_of(store, None)
+}
+
+/// As [`list`], asking cloud stores for pages of at most `page_size` keys (tests use it to cross
+/// many page boundaries with few objects).
+pub fn list_pages_of(
+    store: &Store,
+    page_size: Option<usize>,
+) -> BoxStream<'static, Result<Listed, ListError>> {
     let inner = match store.kind {
         Kind::Local => {
             super::local::walk(store.local_root.clone().expect("local stores have a root"))
@@ -99,7 +108,7 @@ pub fn list(store: &Store) -> BoxStream<'static, Result<Listed, ListError>> {
                 })
                 .boxed()
         }
-        _ => paged(store),
+        _ => paged(store, page_size),
     };
     ordered(inner, store.shown())
 }
@@ -157,6 +166,8 @@ struct PageState {
     offset: Option<String>,
     /// While closing in on a refused key: the reduced page size.
     page_size: Option<usize>,
+    /// The page size asked for normally (None: the store's default).
+    full_page: Option<usize>,
     /// How often the last refused key came back after it was reported (an inclusive or ignored
     /// offset); bounded so a store that ignores offsets cannot loop forever.
     repeats: u32,
@@ -166,13 +177,14 @@ struct PageState {
     done: bool,
 }
 
-fn paged(store: &Store) -> BoxStream<'static, Result<Listed, ListError>> {
+fn paged(store: &Store, full_page: Option<usize>) -> BoxStream<'static, Result<Listed, ListError>> {
     let st = PageState {
         store: store.clone(),
         buffer: VecDeque::new(),
         token: None,
         offset: None,
         page_size: None,
+        full_page,
         repeats: 0,
         last: None,
         done: false,
@@ -190,7 +202,7 @@ fn paged(store: &Store) -> BoxStream<'static, Result<Listed, ListError>> {
             let opts = PaginatedListOptions {
                 offset: if st.token.is_none() { st.offset.clone() } else { None },
                 page_token: st.token.clone(),
-                max_keys: st.page_size,
+                max_keys: st.page_size.or(st.full_page),
                 ..Default::default()
             };
             let res = pages
@@ -246,7 +258,8 @@ fn paged(store: &Store) -> BoxStream<'static, Result<Listed, ListError>> {
                         st.page_size = None;
                     }
                     Some(_) => {
-                        st.page_size = Some((st.page_size.unwrap_or(1000) / 2).max(1));
+                        let current = st.page_size.or(st.full_page).unwrap_or(1000);
+                        st.page_size = Some((current / 2).max(1));
                         st.token = None;
                     }
                     None => {

@@ -4,7 +4,7 @@
 use super::{Servers, remotes, servers, unique};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use moverctl::store::list::{Listed, list};
+use moverctl::store::list::{Listed, list, list_pages_of};
 use moverctl::store::{Kind, Store};
 use object_store::{Attribute, Attributes, ObjectStoreExt, PutOptions, PutPayload};
 
@@ -116,7 +116,8 @@ async fn odd_keys_round_trip(store: Store) {
     );
 }
 
-/// More keys than one listing page holds come back sorted and complete.
+/// More keys than one listing page holds come back sorted and complete: with the store's own
+/// page size, and with pages of 97 keys (a dozen page boundaries on every paged store).
 async fn listing_past_pages(store: Store, n: usize) {
     let keys: Vec<String> = (0..n)
         .map(|i| format!("k/{:05}-{}", (i * 7919) % n, i % 3))
@@ -132,6 +133,13 @@ async fn listing_past_pages(store: Store, n: usize) {
     want.sort();
     assert_eq!(got.len(), n);
     assert_eq!(got, want);
+    let small: Vec<Listed> = list_pages_of(&store, Some(97)).try_collect().await.unwrap();
+    assert_eq!(
+        object_keys(&small),
+        want,
+        "pages of 97 on {}",
+        store.shown()
+    );
 }
 
 /// A multipart upload of three 5 MiB parts and a 1-byte tail reads back exactly.
