@@ -4,9 +4,14 @@
 //! `plan` module, which produces a plan file; the executor (later) reads that file.
 
 pub mod catalog;
+pub mod checksum;
 pub mod cli;
+pub mod journal;
+pub mod limit;
 pub mod money;
 pub mod plan;
+pub mod probe;
 pub mod store;
 pub mod tomlfile;
+pub mod transfer;
 pub mod units;

@@ -15,6 +15,8 @@ pub enum Exit {
     Partial = 3,
     /// Credentials are missing or refused; the message names the variable or profile needed.
     Credentials = 4,
+    /// Stopped by Ctrl-C (or SIGINT) after the objects in flight finished; run again to resume.
+    Interrupted = 130,
 }
 
 /// (code, meaning) rows, in the order the table shows them.
@@ -35,6 +37,10 @@ pub const TABLE: &[(u8, &str)] = &[
     (
         4,
         "credentials missing or refused: the message names the variable, profile or file that would satisfy it",
+    ),
+    (
+        130,
+        "interrupted (Ctrl-C): objects in flight finished and were journaled; run the same command again to resume",
     ),
 ];
 

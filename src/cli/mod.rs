@@ -1,9 +1,11 @@
 //! The command line: clap definitions, turning flags into resolved options once, and dispatch.
 //! Every error is printed once, here, and becomes an exit code from [`exit::TABLE`].
 
+mod copy_cmd;
 pub mod exit;
 mod ls_cmd;
 mod plan_cmd;
+mod probe_cmd;
 mod providers_cmd;
 
 use crate::catalog::{Catalog, CatalogError};
@@ -41,6 +43,13 @@ pub enum Command {
     Providers(ProvidersArgs),
     /// List the objects at a location, in key order, with sizes and totals.
     Ls(ls_cmd::LsArgs),
+    /// Find out what a store really does (checksums, ETags, metadata, conditional create,
+    /// listing order, part sizes) and measure latency and throughput; saved for the planner.
+    Probe(probe_cmd::ProbeArgs),
+    /// Copy everything under SRC to DST: parallel, rate-limited, verified, resumable.
+    Copy(Box<copy_cmd::CopyArgs>),
+    /// Run a plan file written by `plan --save`.
+    Exec(Box<copy_cmd::ExecArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -77,6 +86,8 @@ pub enum CliError {
     Config(#[from] crate::store::config::ConfigError),
     #[error(transparent)]
     List(#[from] crate::store::list::ListError),
+    #[error(transparent)]
+    Probe(#[from] crate::probe::ProbeError),
     #[error("{0}")]
     Usage(String),
     #[error("{0}")]
@@ -101,6 +112,8 @@ impl CliError {
                 Exit::Credentials
             }
             CliError::List(_) => Exit::Failure,
+            CliError::Probe(e) if e.is_auth() => Exit::Credentials,
+            CliError::Probe(_) => Exit::Failure,
             CliError::Failure(_) => Exit::Failure,
         }
     }
@@ -142,6 +155,18 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Ls(args) => {
             let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
             ls_cmd::run(&remotes, args)
+        }
+        Command::Probe(args) => {
+            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            probe_cmd::run(&remotes, args)
+        }
+        Command::Copy(args) => {
+            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            copy_cmd::run_copy(&catalog, &remotes, *args)
+        }
+        Command::Exec(args) => {
+            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            copy_cmd::run_exec(&catalog, &remotes, *args)
         }
     }
 }

@@ -1,4 +1,13 @@
 //! `moverctl plan`: flags → resolved options (validated once) → planner → table / JSON / plan file.
+//!
+//! Measured, not assumed: when `moverctl probe` saved a result for a destination's provider (the
+//! newest file in `<state>/probes/<provider>/`), that destination is timed with the probe's
+//! latency and per-stream upload throughput instead of the defaults — only for the values not
+//! given on the command line, never with `--no-probe` or `--example`. The text output names each
+//! probe used ("using probe of LOCATION (DATE): …"); in JSON, `assumptions` are those of the
+//! best-ranked destination, `assumptions.probe` is the probe behind them (or null), and every
+//! candidate carries its own `probe` (or null): `{location, provider, timestamp, file,
+//! latency_ms, stream_throughput_bytes_per_second}` with the values applied.
 
 use super::CliError;
 use crate::catalog::parts::{MIB, PartRule};
@@ -11,6 +20,7 @@ use crate::plan::render;
 use crate::units::{parse_bytes, parse_rate};
 use clap::Args;
 use rust_decimal::Decimal;
+use rust_decimal::prelude::ToPrimitive;
 use std::path::PathBuf;
 
 /// The worked example from the README: 2 PB in 40 M objects out of AWS us-east-1.
@@ -81,12 +91,17 @@ pub struct PlanArgs {
     /// Objects in flight per worker.
     #[arg(long, default_value_t = 64)]
     pub concurrency: u32,
-    /// Throughput one HTTP stream sustains.
-    #[arg(long, default_value = "90MB/s")]
-    pub stream_throughput: String,
-    /// Time to first byte per request, in milliseconds.
-    #[arg(long, default_value_t = 30)]
-    pub latency_ms: u32,
+    /// Throughput one HTTP stream sustains [default: 90MB/s, or what a saved probe of the
+    /// destination measured].
+    #[arg(long)]
+    pub stream_throughput: Option<String>,
+    /// Time to first byte per request, in milliseconds [default: 30, or what a saved probe of the
+    /// destination measured].
+    #[arg(long)]
+    pub latency_ms: Option<u32>,
+    /// Ignore saved probe results (`moverctl probe`); use the defaults and the flags only.
+    #[arg(long)]
+    pub no_probe: bool,
     /// Key prefixes the corpus is spread over (per-prefix request limits scale with it).
     #[arg(long, default_value_t = 1)]
     pub prefixes: u32,
@@ -219,8 +234,11 @@ fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
         workers: positive("--workers", args.workers)?,
         worker_nic: rate("--worker-nic", &args.worker_nic)?,
         concurrency: positive("--concurrency", args.concurrency)?,
-        stream_throughput: rate("--stream-throughput", &args.stream_throughput)?,
-        latency_ms: args.latency_ms,
+        stream_throughput: rate(
+            "--stream-throughput",
+            args.stream_throughput.as_deref().unwrap_or(DEFAULT_STREAM),
+        )?,
+        latency_ms: args.latency_ms.unwrap_or(DEFAULT_LATENCY_MS),
         prefixes: positive("--prefixes", args.prefixes)?,
         gpu_hourly,
         exit_waiver: args.exit_waiver,
@@ -240,6 +258,98 @@ fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
     ))
 }
 
+const DEFAULT_STREAM: &str = "90MB/s";
+const DEFAULT_LATENCY_MS: u32 = 30;
+
+/// A saved probe applied to one destination: what it measured, as the planner uses it.
+#[derive(Debug, Clone)]
+struct ProbeUse {
+    location: String,
+    provider: String,
+    timestamp: String,
+    file: PathBuf,
+    /// Applied unless `--latency-ms` was given.
+    latency_ms: Option<u32>,
+    /// Applied unless `--stream-throughput` was given; bytes/s.
+    stream: Option<Decimal>,
+}
+
+impl ProbeUse {
+    fn find(provider: &str, args: &PlanArgs) -> Option<ProbeUse> {
+        let (file, r) = crate::probe::saved::newest(provider)?;
+        let latency_ms = match (args.latency_ms, r.latency_ms) {
+            (None, Some(ms)) if ms.is_finite() && ms >= 0.0 => Some((ms.ceil() as u32).max(1)),
+            _ => None,
+        };
+        let stream = match (&args.stream_throughput, r.per_stream_bytes_per_sec()) {
+            (None, Some(b)) if b.is_finite() && b >= 1.0 => Some(Decimal::from(b.round() as u64)),
+            _ => None,
+        };
+        if latency_ms.is_none() && stream.is_none() {
+            return None;
+        }
+        Some(ProbeUse {
+            location: r.location,
+            provider: provider.to_string(),
+            timestamp: r.timestamp,
+            file,
+            latency_ms,
+            stream,
+        })
+    }
+
+    fn apply(&self, a: &Assumptions) -> Assumptions {
+        let mut a = a.clone();
+        if let Some(ms) = self.latency_ms {
+            a.latency_ms = ms;
+        }
+        if let Some(s) = self.stream {
+            a.stream_throughput = s;
+        }
+        a
+    }
+
+    fn date(&self) -> String {
+        chrono::DateTime::parse_from_rfc3339(&self.timestamp)
+            .map(|t| {
+                t.with_timezone(&chrono::Utc)
+                    .format("%Y-%m-%d %H:%M UTC")
+                    .to_string()
+            })
+            .unwrap_or_else(|_| self.timestamp.clone())
+    }
+
+    fn line(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(ms) = self.latency_ms {
+            parts.push(format!("latency {ms} ms"));
+        }
+        if let Some(s) = self.stream {
+            parts.push(format!(
+                "stream {}/s",
+                crate::units::fmt_bytes(s.to_u64().unwrap_or(u64::MAX))
+            ));
+        }
+        format!(
+            "using probe of {} ({}): {}",
+            self.location,
+            self.date(),
+            parts.join(", ")
+        )
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "location": self.location,
+            "provider": self.provider,
+            "timestamp": self.timestamp,
+            "file": self.file.display().to_string(),
+            "latency_ms": self.latency_ms,
+            "stream_throughput_bytes_per_second": self.stream.and_then(|s| s.to_u64()),
+        })
+    }
+}
+
 #[derive(clap::Parser)]
 struct ExampleParser {
     #[command(flatten)]
@@ -254,13 +364,48 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
         r.to.iter()
             .map(|d| Place::resolve(catalog, d))
             .collect::<Result<_, _>>()?;
+    // Each destination is timed with its own provider's probe, when one was saved.
+    let probes: Vec<Option<ProbeUse>> = dests
+        .iter()
+        .map(|d| {
+            (!example && !args.no_probe)
+                .then(|| ProbeUse::find(&d.provider.file.id, &args))
+                .flatten()
+        })
+        .collect();
+    let assumed: Vec<Assumptions> = probes
+        .iter()
+        .map(|p| {
+            p.as_ref()
+                .map_or(r.assumptions.clone(), |p| p.apply(&r.assumptions))
+        })
+        .collect();
     let cands: Vec<Candidate> = dests
         .iter()
-        .map(|d| evaluate(&src, d, &r.corpus, &r.assumptions))
+        .zip(&assumed)
+        .map(|(d, a)| evaluate(&src, d, &r.corpus, a))
         .collect();
     let ranked = rank(cands);
+    let index_of = |c: &Candidate| {
+        dests
+            .iter()
+            .position(|d| d.canonical() == c.resolved)
+            .expect("every candidate comes from a destination")
+    };
+    let best = ranked.first().map(index_of);
+    let best_assumptions = best.map_or(&r.assumptions, |i| &assumed[i]);
     if args.json {
-        let v = render::json(&src, &r.corpus, &r.assumptions, &ranked);
+        let mut v = render::json(&src, &r.corpus, best_assumptions, &ranked);
+        v["assumptions"]["probe"] = best
+            .and_then(|i| probes[i].as_ref())
+            .map_or(serde_json::Value::Null, ProbeUse::json);
+        if let Some(cs) = v["candidates"].as_array_mut() {
+            for (c, out) in ranked.iter().zip(cs.iter_mut()) {
+                out["probe"] = probes[index_of(c)]
+                    .as_ref()
+                    .map_or(serde_json::Value::Null, ProbeUse::json);
+            }
+        }
         println!(
             "{}",
             serde_json::to_string_pretty(&v).expect("JSON values serialize")
@@ -269,7 +414,17 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
         if example {
             println!("Example: moverctl plan {}\n", EXAMPLE.join(" "));
         }
-        print!("{}", render::text(&src, &r.corpus, &r.assumptions, &ranked));
+        let mut shown: Vec<&PathBuf> = Vec::new();
+        for p in probes.iter().flatten() {
+            if !shown.contains(&&p.file) {
+                shown.push(&p.file);
+                println!("{}", p.line());
+            }
+        }
+        print!(
+            "{}",
+            render::text(&src, &r.corpus, best_assumptions, &ranked)
+        );
     }
     if let Some(name) = &args.save {
         let idx = match &args.pick {
@@ -289,10 +444,8 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
                 })?,
         };
         let chosen = &ranked[idx];
-        let dst_place = dests
-            .iter()
-            .find(|d| d.canonical() == chosen.resolved)
-            .expect("every candidate comes from a destination");
+        let dst_index = index_of(chosen);
+        let dst_place = &dests[dst_index];
         let others: Vec<Candidate> = ranked
             .iter()
             .enumerate()
@@ -308,7 +461,7 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
             corpus_bytes: r.corpus.total_bytes(),
             corpus_objects: r.corpus.total_objects(),
             corpus_origin: r.corpus.origin.clone(),
-            assumptions: &r.assumptions,
+            assumptions: &assumed[dst_index],
             chosen,
             others: &others,
             created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),

@@ -13,6 +13,8 @@ use chrono::{DateTime, Utc};
 use futures::stream::{self, BoxStream, StreamExt};
 use object_store::list::PaginatedListOptions;
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -87,6 +89,15 @@ pub fn list_pages_of(
     store: &Store,
     page_size: Option<usize>,
 ) -> BoxStream<'static, Result<Listed, ListError>> {
+    list_counted(store, page_size, Arc::new(AtomicU64::new(0)))
+}
+
+/// As [`list_pages_of`], counting the LIST requests made in `requests` (for the run's report).
+pub fn list_counted(
+    store: &Store,
+    page_size: Option<usize>,
+    requests: Arc<AtomicU64>,
+) -> BoxStream<'static, Result<Listed, ListError>> {
     let inner = match store.kind {
         Kind::Local => {
             super::local::walk(store.local_root.clone().expect("local stores have a root"))
@@ -108,7 +119,7 @@ pub fn list_pages_of(
                 })
                 .boxed()
         }
-        _ => paged(store, page_size),
+        _ => paged(store, page_size, requests),
     };
     ordered(inner, store.shown())
 }
@@ -177,7 +188,11 @@ struct PageState {
     done: bool,
 }
 
-fn paged(store: &Store, full_page: Option<usize>) -> BoxStream<'static, Result<Listed, ListError>> {
+fn paged(
+    store: &Store,
+    full_page: Option<usize>,
+    requests: Arc<AtomicU64>,
+) -> BoxStream<'static, Result<Listed, ListError>> {
     let st = PageState {
         store: store.clone(),
         buffer: VecDeque::new(),
@@ -189,7 +204,9 @@ fn paged(store: &Store, full_page: Option<usize>) -> BoxStream<'static, Result<L
         last: None,
         done: false,
     };
-    stream::unfold(st, |mut st| async move {
+    stream::unfold(st, move |mut st| {
+        let requests = requests.clone();
+        async move {
         loop {
             if let Some(item) = st.buffer.pop_front() {
                 return Some((Ok(item), st));
@@ -205,6 +222,7 @@ fn paged(store: &Store, full_page: Option<usize>) -> BoxStream<'static, Result<L
                 max_keys: st.page_size.or(st.full_page),
                 ..Default::default()
             };
+            requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let res = pages
                 .list_paginated((!prefix.is_empty()).then_some(prefix.as_str()), opts)
                 .await;
@@ -269,6 +287,7 @@ fn paged(store: &Store, full_page: Option<usize>) -> BoxStream<'static, Result<L
                     }
                 },
             }
+        }
         }
     })
     .boxed()

@@ -54,6 +54,22 @@ fn read_folder(
     Ok(out)
 }
 
+/// The ETag object_store's local store gives a file (inode, mtime in microseconds, size), so
+/// listings and writes agree on what a local object's ETag is.
+pub fn local_etag(meta: &std::fs::Metadata) -> String {
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(meta);
+    #[cfg(not(unix))]
+    let inode = 0u64;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .unwrap_or_default()
+        .as_micros();
+    format!("\"{inode:x}-{mtime:x}-{:x}\"", meta.len())
+}
+
 pub fn walk(root: PathBuf) -> BoxStream<'static, Result<Listed, ListError>> {
     let location = root.display().to_string();
     let (stack, err) = match read_folder(&root, "") {
@@ -114,7 +130,7 @@ pub fn walk(root: PathBuf) -> BoxStream<'static, Result<Listed, ListError>> {
                         .modified()
                         .map(chrono::DateTime::from)
                         .unwrap_or_default(),
-                    e_tag: None,
+                    e_tag: Some(local_etag(&meta)),
                 };
                 return Some((Ok(Listed::Object(entry)), (stack, err, location)));
             }

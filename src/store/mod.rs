@@ -16,6 +16,7 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::list::PaginatedListStore;
 use object_store::memory::InMemory;
+use object_store::multipart::MultipartStore;
 use object_store::{ClientOptions, ObjectStore, RetryConfig, StaticCredentialProvider};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,6 +49,8 @@ pub struct Store {
     pub inner: Arc<dyn ObjectStore>,
     /// The same store as a paginated lister (cloud stores), used for sorted, resumable listing.
     pub pages: Option<Arc<dyn PaginatedListStore>>,
+    /// The same store's low-level multipart API (explicit upload ids, resumable), where it has one.
+    pub multipart: Option<Arc<dyn MultipartStore>>,
     pub kind: Kind,
     /// Key prefix inside the bucket (`train/` or empty); keys handed out are relative to it.
     pub prefix: String,
@@ -183,7 +186,8 @@ impl Store {
                 let s = Arc::new(b.build().map_err(|e| build_err(&loc, e))?);
                 Ok(Store {
                     inner: s.clone(),
-                    pages: Some(s),
+                    pages: Some(s.clone()),
+                    multipart: Some(s),
                     kind: Kind::S3,
                     prefix,
                     local_root: None,
@@ -208,7 +212,8 @@ impl Store {
                 let s = Arc::new(b.build().map_err(|e| build_err(&loc, e))?);
                 Ok(Store {
                     inner: s.clone(),
-                    pages: Some(s),
+                    pages: Some(s.clone()),
+                    multipart: Some(s),
                     kind: Kind::Gcs,
                     prefix,
                     local_root: None,
@@ -251,7 +256,8 @@ impl Store {
                 let s = Arc::new(b.build().map_err(|e| build_err(&loc, e))?);
                 Ok(Store {
                     inner: s.clone(),
-                    pages: Some(s),
+                    pages: Some(s.clone()),
+                    multipart: Some(s),
                     kind: Kind::Azure,
                     prefix,
                     local_root: None,
@@ -274,6 +280,7 @@ impl Store {
                 Ok(Store {
                     inner: Arc::new(fs),
                     pages: None,
+                    multipart: None,
                     kind: Kind::Local,
                     prefix,
                     local_root: Some(root),
@@ -282,16 +289,20 @@ impl Store {
                     storage_class,
                 })
             }
-            Location::Memory { .. } => Ok(Store {
-                inner: Arc::new(InMemory::new()),
-                pages: None,
-                kind: Kind::Memory,
-                prefix,
-                local_root: None,
-                location: loc,
-                provider: None,
-                storage_class,
-            }),
+            Location::Memory { .. } => {
+                let m = Arc::new(InMemory::new());
+                Ok(Store {
+                    inner: m.clone(),
+                    pages: None,
+                    multipart: Some(m),
+                    kind: Kind::Memory,
+                    prefix,
+                    local_root: None,
+                    location: loc,
+                    provider: None,
+                    storage_class,
+                })
+            }
         }
     }
 

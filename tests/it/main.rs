@@ -2,9 +2,12 @@
 
 mod catalog;
 mod cli;
+mod copy;
 mod creds;
 mod plan_file;
 mod plan_golden;
+mod probe;
+mod resume;
 mod stores;
 
 use moverctl::catalog::{Catalog, Place};

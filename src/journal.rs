@@ -1,0 +1,438 @@
+//! The resume journal: one SQLite database per run (source + destination), crash-safe (WAL, each
+//! batch one transaction) and inspectable with any SQLite client:
+//! `sqlite3 ~/.local/state/moverctl/journals/<id>.sqlite 'select key, state, verified_by from objects'`.
+//!
+//! An object row is written when an object starts (`copying`), and replaced when it is verified
+//! (`verified`) or given up (`failed`). Only `verified` rows let a later run skip an object, and
+//! only while the source still has the same size and ETag and the destination the same ETag.
+//! Parts of multipart uploads are recorded as they complete, for part-level resume.
+//!
+//! Format (version 1):
+//! - `meta(key, value)`: `format` = `moverctl-journal`, `version` = `1`, `source`, `destination`,
+//!   `created`.
+//! - `objects(key, size, src_etag, src_mtime, state, crc64, md5, dst_etag, verified_by,
+//!   attempts, error, upload_id, part_size, updated)`.
+//! - `parts(key, idx, content_id, crc64, md5, size)`.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+
+pub const FORMAT: &str = "moverctl-journal";
+pub const VERSION: i64 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("journal {path}: {message}")]
+    Db { path: String, message: String },
+    #[error(
+        "journal {path} belongs to another move ({field} is {found:?}, this run's is {want:?}); give this run its own --journal"
+    )]
+    Mismatch {
+        path: String,
+        field: &'static str,
+        found: String,
+        want: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    Copying,
+    Verified,
+    Failed,
+}
+
+impl State {
+    fn as_str(&self) -> &'static str {
+        match self {
+            State::Copying => "copying",
+            State::Verified => "verified",
+            State::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> State {
+        match s {
+            "verified" => State::Verified,
+            "failed" => State::Failed,
+            _ => State::Copying,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRecord {
+    pub key: String,
+    pub size: u64,
+    pub src_etag: Option<String>,
+    pub src_mtime: Option<String>,
+    pub state: State,
+    pub crc64: Option<String>,
+    pub md5: Option<String>,
+    pub dst_etag: Option<String>,
+    pub verified_by: Option<String>,
+    pub attempts: u32,
+    pub error: Option<String>,
+    pub upload_id: Option<String>,
+    pub part_size: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartRecord {
+    pub idx: u32,
+    pub content_id: String,
+    pub crc64: String,
+    pub md5: Option<String>,
+    pub size: u64,
+}
+
+pub struct Journal {
+    conn: Connection,
+    path: PathBuf,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub verified: u64,
+    pub verified_bytes: u64,
+    pub failed: u64,
+    pub copying: u64,
+}
+
+impl Journal {
+    pub fn open(path: &Path, source: &str, destination: &str) -> Result<Journal, JournalError> {
+        let shown = path.display().to_string();
+        let db = |e: rusqlite::Error| JournalError::Db {
+            path: shown.clone(),
+            message: e.to_string(),
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| JournalError::Db {
+                path: shown.clone(),
+                message: format!("cannot create its folder: {e}"),
+            })?;
+        }
+        let conn = Connection::open(path).map_err(db)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             PRAGMA busy_timeout = 5000;
+             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS objects (
+                 key TEXT PRIMARY KEY, size INTEGER NOT NULL, src_etag TEXT, src_mtime TEXT,
+                 state TEXT NOT NULL, crc64 TEXT, md5 TEXT, dst_etag TEXT, verified_by TEXT,
+                 attempts INTEGER NOT NULL DEFAULT 0, error TEXT, upload_id TEXT, part_size INTEGER,
+                 updated TEXT NOT NULL) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS parts (
+                 key TEXT NOT NULL, idx INTEGER NOT NULL, content_id TEXT NOT NULL, crc64 TEXT NOT NULL,
+                 md5 TEXT, size INTEGER NOT NULL, PRIMARY KEY (key, idx)) WITHOUT ROWID;",
+        )
+        .map_err(db)?;
+        let get = |k: &str| -> Result<Option<String>, JournalError> {
+            conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
+                .optional()
+                .map_err(db)
+        };
+        match get("format")? {
+            None => {
+                let now =
+                    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+                for (k, v) in [
+                    ("format", FORMAT.to_string()),
+                    ("version", VERSION.to_string()),
+                    ("source", source.to_string()),
+                    ("destination", destination.to_string()),
+                    ("created", now),
+                ] {
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+                        [k, &v],
+                    )
+                    .map_err(db)?;
+                }
+            }
+            Some(f) if f != FORMAT => {
+                return Err(JournalError::Db {
+                    path: shown,
+                    message: format!("not a moverctl journal (format {f:?})"),
+                });
+            }
+            Some(_) => {
+                let version = get("version")?.unwrap_or_default();
+                if version != VERSION.to_string() {
+                    return Err(JournalError::Db {
+                        path: shown,
+                        message: format!(
+                            "journal version {version} is not supported (this moverctl reads {VERSION})"
+                        ),
+                    });
+                }
+                for (field, want) in [("source", source), ("destination", destination)] {
+                    let found = get(field)?.unwrap_or_default();
+                    if found != want {
+                        return Err(JournalError::Mismatch {
+                            path: shown,
+                            field,
+                            found,
+                            want: want.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(Journal {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn db(&self, e: rusqlite::Error) -> JournalError {
+        JournalError::Db {
+            path: self.path.display().to_string(),
+            message: e.to_string(),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Result<Option<ObjectRecord>, JournalError> {
+        self.conn
+            .query_row(
+                "SELECT key, size, src_etag, src_mtime, state, crc64, md5, dst_etag, verified_by, attempts, error,
+                        upload_id, part_size FROM objects WHERE key = ?1",
+                [key],
+                |r| {
+                    Ok(ObjectRecord {
+                        key: r.get(0)?,
+                        size: r.get::<_, i64>(1)? as u64,
+                        src_etag: r.get(2)?,
+                        src_mtime: r.get(3)?,
+                        state: State::parse(&r.get::<_, String>(4)?),
+                        crc64: r.get(5)?,
+                        md5: r.get(6)?,
+                        dst_etag: r.get(7)?,
+                        verified_by: r.get(8)?,
+                        attempts: r.get::<_, i64>(9)? as u32,
+                        error: r.get(10)?,
+                        upload_id: r.get(11)?,
+                        part_size: r.get::<_, Option<i64>>(12)?.map(|v| v as u64),
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.db(e))
+    }
+
+    /// Write several records in one transaction (the copy engine batches them).
+    pub fn put_all(&mut self, recs: &[ObjectRecord]) -> Result<(), JournalError> {
+        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let tx = self.conn.transaction().map_err(|e| JournalError::Db {
+            path: self.path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        {
+            let mut st = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO objects (key, size, src_etag, src_mtime, state, crc64, md5, dst_etag,
+                     verified_by, attempts, error, upload_id, part_size, updated)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                )
+                .map_err(|e| JournalError::Db {
+                    path: self.path.display().to_string(),
+                    message: e.to_string(),
+                })?;
+            for r in recs {
+                st.execute(params![
+                    r.key,
+                    r.size as i64,
+                    r.src_etag,
+                    r.src_mtime,
+                    r.state.as_str(),
+                    r.crc64,
+                    r.md5,
+                    r.dst_etag,
+                    r.verified_by,
+                    r.attempts as i64,
+                    r.error,
+                    r.upload_id,
+                    r.part_size.map(|v| v as i64),
+                    now,
+                ])
+                .map_err(|e| JournalError::Db {
+                    path: self.path.display().to_string(),
+                    message: e.to_string(),
+                })?;
+                if r.state == State::Verified {
+                    tx.execute("DELETE FROM parts WHERE key = ?1", [&r.key])
+                        .map_err(|e| JournalError::Db {
+                            path: self.path.display().to_string(),
+                            message: e.to_string(),
+                        })?;
+                }
+            }
+        }
+        tx.commit().map_err(|e| self.db(e))
+    }
+
+    pub fn put_part(&self, key: &str, p: &PartRecord) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO parts (key, idx, content_id, crc64, md5, size) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![key, p.idx as i64, p.content_id, p.crc64, p.md5, p.size as i64],
+            )
+            .map(|_| ())
+            .map_err(|e| self.db(e))
+    }
+
+    pub fn parts(&self, key: &str) -> Result<Vec<PartRecord>, JournalError> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT idx, content_id, crc64, md5, size FROM parts WHERE key = ?1 ORDER BY idx",
+            )
+            .map_err(|e| self.db(e))?;
+        let rows = st
+            .query_map([key], |r| {
+                Ok(PartRecord {
+                    idx: r.get::<_, i64>(0)? as u32,
+                    content_id: r.get(1)?,
+                    crc64: r.get(2)?,
+                    md5: r.get(3)?,
+                    size: r.get::<_, i64>(4)? as u64,
+                })
+            })
+            .map_err(|e| self.db(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.db(e))
+    }
+
+    /// Drop what the journal knows of a key (its upload was abandoned).
+    pub fn forget(&self, key: &str) -> Result<(), JournalError> {
+        self.conn
+            .execute("DELETE FROM parts WHERE key = ?1", [key])
+            .and_then(|_| {
+                self.conn
+                    .execute("DELETE FROM objects WHERE key = ?1", [key])
+            })
+            .map(|_| ())
+            .map_err(|e| self.db(e))
+    }
+
+    /// Objects left `copying` with an upload id: multipart uploads a crash left open.
+    pub fn open_uploads(&self) -> Result<Vec<(String, String)>, JournalError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT key, upload_id FROM objects WHERE state = 'copying' AND upload_id IS NOT NULL ORDER BY key")
+            .map_err(|e| self.db(e))?;
+        let rows = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.db(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.db(e))
+    }
+
+    pub fn summary(&self) -> Result<Summary, JournalError> {
+        let mut s = Summary::default();
+        let mut st = self
+            .conn
+            .prepare("SELECT state, count(*), coalesce(sum(size), 0) FROM objects GROUP BY state")
+            .map_err(|e| self.db(e))?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })
+            .map_err(|e| self.db(e))?;
+        for row in rows {
+            let (state, n, bytes) = row.map_err(|e| self.db(e))?;
+            match State::parse(&state) {
+                State::Verified => {
+                    s.verified = n as u64;
+                    s.verified_bytes = bytes as u64;
+                }
+                State::Failed => s.failed = n as u64,
+                State::Copying => s.copying = n as u64,
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// Where a run's journal lives by default: the state folder, named after source and destination.
+pub fn default_path(state_dir: &Path, source: &str, destination: &str) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let h = Sha256::digest(format!("{source}\n{destination}").as_bytes());
+    let id: String = h.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    state_dir.join("journals").join(format!("{id}.sqlite"))
+}
+
+/// `$MOVERCTL_STATE_DIR`, else `$XDG_STATE_HOME/moverctl`, else `~/.local/state/moverctl`.
+pub fn state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("MOVERCTL_STATE_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME") {
+        return PathBuf::from(d).join("moverctl");
+    }
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".local/state/moverctl"))
+        .unwrap_or_else(|| PathBuf::from(".moverctl-state"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(key: &str, state: State) -> ObjectRecord {
+        ObjectRecord {
+            key: key.into(),
+            size: 10,
+            src_etag: Some("\"e\"".into()),
+            src_mtime: None,
+            state,
+            crc64: Some("00ff".into()),
+            md5: None,
+            dst_etag: Some("\"d\"".into()),
+            verified_by: Some("test".into()),
+            attempts: 1,
+            error: None,
+            upload_id: None,
+            part_size: None,
+        }
+    }
+
+    #[test]
+    fn records_survive_reopen_and_belong_to_one_move() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.sqlite");
+        {
+            let mut j = Journal::open(&p, "s3://a/", "s3://b/").unwrap();
+            j.put_all(&[rec("x", State::Verified), rec("y", State::Failed)])
+                .unwrap();
+            j.put_part(
+                "z",
+                &PartRecord {
+                    idx: 0,
+                    content_id: "c".into(),
+                    crc64: "1".into(),
+                    md5: None,
+                    size: 5,
+                },
+            )
+            .unwrap();
+        }
+        let j = Journal::open(&p, "s3://a/", "s3://b/").unwrap();
+        assert_eq!(j.get("x").unwrap().unwrap().state, State::Verified);
+        assert_eq!(j.parts("z").unwrap().len(), 1);
+        let s = j.summary().unwrap();
+        assert_eq!((s.verified, s.verified_bytes, s.failed), (1, 10, 1));
+        let e = Journal::open(&p, "s3://a/", "s3://other/")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("another move"), "{e}");
+    }
+}

@@ -1,0 +1,975 @@
+//! Rate limits and adaptive back-off shared by all workers of one run.
+//!
+//! This module owns three throttles and their counters; nothing else in moverctl sleeps to slow
+//! itself down:
+//!
+//! - **bytes/s** (`--bwlimit`): [`Limits::take_bytes`], a governor GCRA bucket counted in coarse
+//!   cells, fed by the source read loop (TCP back-pressure carries the limit to the sender).
+//! - **requests/s** (`--tpslimit`): [`Limits::take_request`], one governor cell per request, with
+//!   a small jitter so waiting workers do not wake in lock-step.
+//! - **in-flight operations**: [`Limits::acquire_slot`] hands out a [`SlotGuard`] under an AIMD
+//!   window that shrinks when the store says "slow down" ([`Limits::on_throttled`]) and grows
+//!   back on success ([`Limits::on_success`]).
+//!
+//! A [`Limits`] is an `Arc` inside: clone it into every worker. `0` for either rate means "no
+//! limit", as with rclone's `--bwlimit 0` / `--tpslimit 0`.
+//!
+//! # AIMD decision table
+//!
+//! | signal            | condition                                         | action                                                      |
+//! |-------------------|---------------------------------------------------|-------------------------------------------------------------|
+//! | `on_throttled()`  | first one, or ≥ [`THROTTLE_COOLDOWN`] since the last counted one | window = max(1, window / 2); `throttle_events` += 1; success streak = 0 |
+//! | `on_throttled()`  | < [`THROTTLE_COOLDOWN`] since the last counted one | same wave of 503s: window unchanged, success streak = 0 (no growth while still being throttled) |
+//! | `on_success()`    | window < max                                      | streak += 1; when streak ≥ window: window += 1, streak = 0   |
+//! | `on_success()`    | window = max                                      | nothing                                                     |
+//!
+//! Growth by one per *window* successes is TCP's "one segment per round trip": climbing back from
+//! 1 to 64 takes about 2,000 successful operations, so a store that is still near its limit is
+//! probed gently. The cooldown exists because a wave of N in-flight requests rejected together
+//! arrives as N separate 503s; counting each would collapse the window to 1 at once.
+//!
+//! # The slot window: a semaphore plus debt
+//!
+//! A `tokio::sync::Semaphore` (fair, FIFO) holds the permits; a small mutex guards the AIMD state
+//! and a `debt` count. Under that mutex we keep `available + in_flight − debt = window`, and
+//! `debt > 0 ⇒ available = 0`:
+//!
+//! - shrink by k: forget up to k *available* permits at once; the rest becomes `debt`;
+//! - a [`SlotGuard`] dropped while `debt > 0` forgets its permit (paying one debt) instead of
+//!   returning it, so no new operation starts until in-flight has drained below the new window;
+//! - grow by k: cancel debt first, then add the remaining permits.
+//!
+//! Every change to permits (shrink, grow, release) happens under the mutex, so the two
+//! invariants hold between any two of them; `acquire` only ever takes available permits.
+//!
+//! # Byte cells and burst: why these sizes
+//!
+//! governor stores the replenish interval as whole nanoseconds, so `cells/s` near or above 1e9
+//! is admitted at the wrong rate (measured: 3e8 cells/s → +11 %, > 1e9 → capped at 1e9). One cell
+//! is therefore [`NOMINAL_CELL_BYTES`] = 16 KiB, rescaled by powers of two to keep the cell rate
+//! in `[64, 1e6]` cells/s: at ≥ 1,000 ns per cell the rounding error is ≤ 0.1 % (10 GB/s →
+//! 610,352 cells/s, 1,638 ns instead of 1,638.4, +0.02 %), and below 1 MiB/s a cell never stands
+//! for more than 1/64 s of traffic. Reads that are not whole cells are carried in one global
+//! remainder, so many small reads are charged exactly over time (at most one cell's worth is
+//! ever uncharged).
+//!
+//! The burst is `max(rate × 100 ms, min(8 MiB, rate × 1 s))`:
+//! - ≥ 100 ms of rate, so that at high rates workers are not woken every few microseconds;
+//! - one whole 8 MiB chunk passes in one grant whenever the rate is ≥ 8 MiB/s;
+//! - never more than 1 s of rate below that, so a slow limit is not overshot by a large
+//!   start-up burst (a fresh bucket grants its burst at once).
+//!
+//! At 50 MiB/s the burst is 8 MiB: a 30 s run passes 1,500 MiB + 8 MiB = +0.5 %, well inside the
+//! 5 % acceptance criterion. Larger grants are split into pieces ≤ burst, because governor's
+//! `until_n_ready(n)` with `n > burst` fails with `InsufficientCapacity` forever.
+//!
+//! governor has no FIFO fairness between waiters, so byte waiters queue on a fair
+//! `tokio::sync::Mutex` and only its holder waits on the bucket: a large grant cannot be starved
+//! by a stream of small ones. governor's waits use a wall-clock timer (`futures_timer`), not tokio
+//! time; `tokio::time::pause()` does not affect them.
+
+use std::fmt;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Jitter, Quota, RateLimiter};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Bytes per governor cell before rescaling for very slow or very fast limits.
+pub const NOMINAL_CELL_BYTES: u64 = 16 << 10;
+/// The largest chunk the copy engine hands over at once; one should pass in one grant.
+pub const CHUNK_BYTES: u64 = 8 << 20;
+/// Throttle signals closer together than this count as one event (one wave of 503s).
+pub const THROTTLE_COOLDOWN: Duration = Duration::from_secs(1);
+/// The in-flight window used when [`Limits::with_concurrency`] is not called.
+pub const DEFAULT_CONCURRENCY: usize = 16;
+
+/// Cell rate bounds: above the maximum, ns rounding of the replenish interval exceeds 0.1 %;
+/// below the minimum, one cell is more than 1/64 s of traffic.
+const MAX_CELLS_PER_SEC: u64 = 1_000_000;
+const MIN_CELLS_PER_SEC: u64 = 64;
+/// Upper bound of the random delay added to a request wait.
+const MAX_REQUEST_JITTER: Duration = Duration::from_millis(10);
+
+type Limiter<C> = RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
+
+/// Counters for the final report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LimitStats {
+    /// Bytes passed through [`Limits::take_bytes`] (counted with or without a byte limit).
+    pub bytes: u64,
+    /// Requests passed through [`Limits::take_request`].
+    pub requests: u64,
+    /// Time callers spent waiting on the byte limit, summed over callers.
+    pub byte_wait: Duration,
+    /// Time callers spent waiting on the request limit, summed over callers.
+    pub request_wait: Duration,
+    /// Time callers spent waiting for an in-flight slot, summed over callers.
+    pub slot_wait: Duration,
+    /// Throttle events that counted (at most one per [`THROTTLE_COOLDOWN`]).
+    pub throttle_events: u64,
+    /// Every `on_throttled` call, including those folded into an earlier event.
+    pub throttled_responses: u64,
+    /// The in-flight window now.
+    pub window: usize,
+    /// The configured maximum window.
+    pub max_window: usize,
+}
+
+/// Byte, request and concurrency limits shared by all workers of one run. Cheap to clone.
+#[derive(Clone)]
+pub struct Limits {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    bytes: Option<ByteBucket<DefaultClock>>,
+    requests: Option<RequestLimiter>,
+    window: Arc<Window>,
+    bytes_passed: AtomicU64,
+    requests_passed: AtomicU64,
+    byte_wait_ns: AtomicU64,
+    request_wait_ns: AtomicU64,
+    slot_wait_ns: AtomicU64,
+}
+
+impl Limits {
+    /// Limits for one run. `None` or `Some(0)` means no limit for that rate. The in-flight window
+    /// starts at [`DEFAULT_CONCURRENCY`]; use [`Limits::with_concurrency`] to set it.
+    pub fn new(bytes_per_sec: Option<u64>, requests_per_sec: Option<u32>) -> Limits {
+        let bytes = bytes_per_sec
+            .filter(|&b| b > 0)
+            .map(|b| ByteBucket::with_clock(b, DefaultClock::default()));
+        let requests = requests_per_sec
+            .and_then(NonZeroU32::new)
+            .map(RequestLimiter::new);
+        Limits {
+            inner: Arc::new(Inner {
+                bytes,
+                requests,
+                window: Arc::new(Window::new(DEFAULT_CONCURRENCY)),
+                bytes_passed: AtomicU64::new(0),
+                requests_passed: AtomicU64::new(0),
+                byte_wait_ns: AtomicU64::new(0),
+                request_wait_ns: AtomicU64::new(0),
+                slot_wait_ns: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// No byte, request limit; the default in-flight window.
+    pub fn unlimited() -> Limits {
+        Limits::new(None, None)
+    }
+
+    /// Sets the maximum (and starting) in-flight window; `0` is treated as `1`. Meant for
+    /// construction: called later, it resets the AIMD state for every clone.
+    pub fn with_concurrency(self, max: usize) -> Limits {
+        self.inner.window.reset(max);
+        self
+    }
+
+    /// Waits until `n` more bytes may pass under the byte limit. Any `n` works: grants larger
+    /// than the burst are taken in pieces. Dropping the future part-way forgets the rest.
+    pub async fn take_bytes(&self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.inner.bytes_passed.fetch_add(n, Ordering::Relaxed);
+        let Some(bucket) = &self.inner.bytes else {
+            return;
+        };
+        let start = Instant::now();
+        if bucket.take(n).await {
+            add_duration(&self.inner.byte_wait_ns, start.elapsed());
+        }
+    }
+
+    /// Waits until one more request may start under the request limit.
+    pub async fn take_request(&self) {
+        self.inner.requests_passed.fetch_add(1, Ordering::Relaxed);
+        let Some(requests) = &self.inner.requests else {
+            return;
+        };
+        if requests.limiter.check().is_ok() {
+            return;
+        }
+        let start = Instant::now();
+        requests
+            .limiter
+            .until_ready_with_jitter(Jitter::up_to(requests.jitter))
+            .await;
+        add_duration(&self.inner.request_wait_ns, start.elapsed());
+    }
+
+    /// Reports a "slow down" answer (HTTP 503 SlowDown, 429, "reduce your request rate").
+    pub fn on_throttled(&self) {
+        self.inner.window.on_throttled(Instant::now());
+    }
+
+    /// Reports an operation the store accepted without throttling.
+    pub fn on_success(&self) {
+        self.inner.window.on_success();
+    }
+
+    /// Waits for an in-flight slot under the current window. Dropping the guard frees the slot.
+    pub async fn acquire_slot(&self) -> SlotGuard {
+        let window = &self.inner.window;
+        if let Some(guard) = self.try_acquire_slot() {
+            return guard;
+        }
+        let start = Instant::now();
+        let permit = Arc::clone(&window.sem)
+            .acquire_owned()
+            .await
+            .expect("the slot semaphore is never closed");
+        add_duration(&self.inner.slot_wait_ns, start.elapsed());
+        SlotGuard {
+            permit: Some(permit),
+            window: Arc::clone(window),
+        }
+    }
+
+    /// A slot if one is free now.
+    pub fn try_acquire_slot(&self) -> Option<SlotGuard> {
+        let window = &self.inner.window;
+        let permit = Arc::clone(&window.sem).try_acquire_owned().ok()?;
+        Some(SlotGuard {
+            permit: Some(permit),
+            window: Arc::clone(window),
+        })
+    }
+
+    /// The in-flight window now (between 1 and the configured maximum).
+    pub fn current_window(&self) -> usize {
+        self.inner.window.lock().aimd.window
+    }
+
+    /// Slots held now. May briefly exceed [`Limits::current_window`] right after a shrink, until
+    /// the operations already running finish.
+    pub fn in_flight(&self) -> usize {
+        let state = self.inner.window.lock();
+        (state.aimd.window + state.debt).saturating_sub(self.inner.window.sem.available_permits())
+    }
+
+    /// Throttle events that counted (at most one per [`THROTTLE_COOLDOWN`]).
+    pub fn throttle_events(&self) -> u64 {
+        self.inner.window.lock().aimd.events
+    }
+
+    /// Counters for the report.
+    pub fn stats(&self) -> LimitStats {
+        let state = self.inner.window.lock();
+        LimitStats {
+            bytes: self.inner.bytes_passed.load(Ordering::Relaxed),
+            requests: self.inner.requests_passed.load(Ordering::Relaxed),
+            byte_wait: load_duration(&self.inner.byte_wait_ns),
+            request_wait: load_duration(&self.inner.request_wait_ns),
+            slot_wait: load_duration(&self.inner.slot_wait_ns),
+            throttle_events: state.aimd.events,
+            throttled_responses: state.aimd.signals,
+            window: state.aimd.window,
+            max_window: state.aimd.max,
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::unlimited()
+    }
+}
+
+impl fmt::Debug for Limits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Limits")
+            .field("bytes", &self.inner.bytes.as_ref().map(|b| b.quota))
+            .field(
+                "requests_per_sec",
+                &self.inner.requests.as_ref().map(|r| r.rate),
+            )
+            .field("window", &self.current_window())
+            .finish()
+    }
+}
+
+/// One in-flight slot; dropping it frees the slot (or pays down a shrunk window's debt).
+#[must_use = "the slot is released as soon as the guard is dropped"]
+pub struct SlotGuard {
+    permit: Option<OwnedSemaphorePermit>,
+    window: Arc<Window>,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            self.window.release(permit);
+        }
+    }
+}
+
+impl fmt::Debug for SlotGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SlotGuard").finish_non_exhaustive()
+    }
+}
+
+fn add_duration(counter: &AtomicU64, d: Duration) {
+    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    counter.fetch_add(ns, Ordering::Relaxed);
+}
+
+fn load_duration(counter: &AtomicU64) -> Duration {
+    Duration::from_nanos(counter.load(Ordering::Relaxed))
+}
+
+// ---------------------------------------------------------------------------------------------
+// bytes/s
+
+/// How a byte rate maps onto governor cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ByteQuota {
+    /// Bytes per cell (a power of two).
+    cell: u64,
+    /// Time to replenish one cell, rounded to the nearest nanosecond.
+    period: Duration,
+    /// Cells granted at once at most.
+    burst_cells: u32,
+}
+
+impl ByteQuota {
+    fn for_rate(bytes_per_sec: u64) -> ByteQuota {
+        let bps = bytes_per_sec.max(1);
+        let mut cell = NOMINAL_CELL_BYTES;
+        while cell > 1 && bps / cell < MIN_CELLS_PER_SEC {
+            cell /= 2;
+        }
+        while bps / cell > MAX_CELLS_PER_SEC {
+            cell *= 2;
+        }
+        let period_ns = (u128::from(cell) * 1_000_000_000 + u128::from(bps) / 2) / u128::from(bps);
+        let period_ns = u64::try_from(period_ns).unwrap_or(u64::MAX).max(1);
+        let burst_bytes = (bps / 10).max(CHUNK_BYTES.min(bps));
+        let burst_cells = burst_bytes.div_ceil(cell).clamp(1, u64::from(u32::MAX));
+        ByteQuota {
+            cell,
+            period: Duration::from_nanos(period_ns),
+            burst_cells: u32::try_from(burst_cells).unwrap_or(u32::MAX),
+        }
+    }
+
+    fn governor_quota(&self) -> Quota {
+        Quota::with_period(self.period)
+            .expect("period is at least 1 ns")
+            .allow_burst(NonZeroU32::new(self.burst_cells).expect("burst is at least 1 cell"))
+    }
+}
+
+struct ByteBucket<C: Clock> {
+    quota: ByteQuota,
+    limiter: Limiter<C>,
+    /// Bytes taken but not yet charged as a whole cell; always < `quota.cell`.
+    carry: AtomicU64,
+    /// Fair queue in front of the bucket: governor itself has no FIFO order between waiters.
+    fifo: tokio::sync::Mutex<()>,
+}
+
+impl<C: Clock> ByteBucket<C> {
+    fn with_clock(bytes_per_sec: u64, clock: C) -> Self {
+        let quota = ByteQuota::for_rate(bytes_per_sec);
+        ByteBucket {
+            quota,
+            limiter: RateLimiter::direct_with_clock(quota.governor_quota(), clock),
+            carry: AtomicU64::new(0),
+            fifo: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Adds `n` bytes to the carried remainder and returns the whole cells now owed.
+    fn charge(&self, n: u64) -> u64 {
+        let cell = u128::from(self.quota.cell);
+        let mut owed = 0;
+        // The closure may run more than once under contention; `owed` keeps the last run's value,
+        // which is the one that was stored.
+        let _ = self
+            .carry
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |carry| {
+                let total = u128::from(carry) + u128::from(n);
+                owed = u64::try_from(total / cell).unwrap_or(u64::MAX);
+                Some((total % cell) as u64)
+            });
+        owed
+    }
+
+    /// Splits `cells` into grants governor can ever satisfy (each ≤ burst).
+    fn pieces(&self, cells: u64) -> impl Iterator<Item = NonZeroU32> + use<C> {
+        let burst = u64::from(self.quota.burst_cells);
+        let mut left = cells;
+        std::iter::from_fn(move || {
+            let piece = left.min(burst);
+            left -= piece;
+            NonZeroU32::new(u32::try_from(piece).ok()?)
+        })
+    }
+
+    /// Takes `cells` now if the bucket has them; otherwise how long until it might.
+    #[cfg(test)]
+    fn try_take_cells(&self, cells: NonZeroU32) -> Result<(), Duration> {
+        match self.limiter.check_n(cells) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(not_until)) => Err(not_until.wait_time_from(self.limiter_now())),
+            Err(e) => panic!("piece of {cells} cells exceeds the burst: {e}"),
+        }
+    }
+
+    #[cfg(test)]
+    fn limiter_now(&self) -> C::Instant {
+        self.limiter.clock().now()
+    }
+}
+
+impl<C: governor::clock::ReasonablyRealtime> ByteBucket<C> {
+    /// Charges `n` bytes and waits for the cells owed. Returns whether it had to wait.
+    async fn take(&self, n: u64) -> bool {
+        let mut waited = false;
+        for piece in self.pieces(self.charge(n)) {
+            let _turn = match self.fifo.try_lock() {
+                Ok(turn) => turn,
+                Err(_) => {
+                    waited = true;
+                    self.fifo.lock().await
+                }
+            };
+            match self.limiter.check_n(piece) {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => {
+                    waited = true;
+                    self.limiter
+                        .until_n_ready(piece)
+                        .await
+                        .expect("pieces never exceed the burst");
+                }
+                Err(_) => unreachable!("pieces never exceed the burst"),
+            }
+        }
+        waited
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// requests/s
+
+struct RequestLimiter {
+    rate: u32,
+    limiter: Limiter<DefaultClock>,
+    jitter: Duration,
+}
+
+impl RequestLimiter {
+    fn new(rate: NonZeroU32) -> Self {
+        let quota = Self::quota(rate);
+        RequestLimiter {
+            rate: rate.get(),
+            limiter: RateLimiter::direct(quota),
+            // At most one interval (and 10 ms), so the 100 ms burst absorbs the added delay and
+            // a single sequential caller still reaches the full rate.
+            jitter: quota.replenish_interval().min(MAX_REQUEST_JITTER),
+        }
+    }
+
+    /// One cell per request, replenished at `rate`/s (interval rounded to the nearest ns, ≥ 1 ns),
+    /// with a burst of 100 ms of requests (at least one).
+    fn quota(rate: NonZeroU32) -> Quota {
+        let r = u64::from(rate.get());
+        let period_ns = ((1_000_000_000 + r / 2) / r).max(1);
+        let burst = NonZeroU32::new((rate.get() / 10).max(1)).expect("max(1)");
+        Quota::with_period(Duration::from_nanos(period_ns))
+            .expect("period is at least 1 ns")
+            .allow_burst(burst)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// AIMD window
+
+/// The AIMD controller alone: pure, with time passed in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Aimd {
+    max: usize,
+    window: usize,
+    successes: usize,
+    last_cut: Option<Instant>,
+    events: u64,
+    signals: u64,
+}
+
+impl Aimd {
+    fn new(max: usize) -> Self {
+        let max = max.clamp(1, Semaphore::MAX_PERMITS);
+        Aimd {
+            max,
+            window: max,
+            successes: 0,
+            last_cut: None,
+            events: 0,
+            signals: 0,
+        }
+    }
+
+    /// Returns whether the signal counted as a new event.
+    fn on_throttled(&mut self, now: Instant) -> bool {
+        self.signals += 1;
+        self.successes = 0;
+        let same_wave = self
+            .last_cut
+            .is_some_and(|last| now.saturating_duration_since(last) < THROTTLE_COOLDOWN);
+        if same_wave {
+            return false;
+        }
+        self.last_cut = Some(now);
+        self.events += 1;
+        self.window = (self.window / 2).max(1);
+        true
+    }
+
+    fn on_success(&mut self) {
+        if self.window >= self.max {
+            return;
+        }
+        self.successes += 1;
+        if self.successes >= self.window {
+            self.window += 1;
+            self.successes = 0;
+        }
+    }
+}
+
+struct Window {
+    sem: Arc<Semaphore>,
+    state: Mutex<WindowState>,
+}
+
+struct WindowState {
+    aimd: Aimd,
+    /// Permits still to be forgotten as slots are released, after a shrink.
+    debt: usize,
+}
+
+impl Window {
+    fn new(max: usize) -> Self {
+        let aimd = Aimd::new(max);
+        Window {
+            sem: Arc::new(Semaphore::new(aimd.window)),
+            state: Mutex::new(WindowState { aimd, debt: 0 }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, WindowState> {
+        // The state stays consistent even if a holder panicked: every update is a few integer
+        // assignments, and a release must never panic inside `Drop`.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn reset(&self, max: usize) {
+        let mut state = self.lock();
+        let old = state.aimd.window;
+        state.aimd = Aimd::new(max);
+        let new = state.aimd.window;
+        self.resize(&mut state, old, new);
+    }
+
+    fn on_throttled(&self, now: Instant) {
+        let mut state = self.lock();
+        let old = state.aimd.window;
+        state.aimd.on_throttled(now);
+        let new = state.aimd.window;
+        self.resize(&mut state, old, new);
+    }
+
+    fn on_success(&self) {
+        let mut state = self.lock();
+        let old = state.aimd.window;
+        state.aimd.on_success();
+        let new = state.aimd.window;
+        self.resize(&mut state, old, new);
+    }
+
+    /// Moves the permit count from `old` to `new`; the caller holds the state lock.
+    fn resize(&self, state: &mut WindowState, old: usize, new: usize) {
+        if new < old {
+            let k = old - new;
+            let forgotten = self.sem.forget_permits(k);
+            state.debt += k - forgotten;
+        } else if new > old {
+            let k = new - old;
+            let paid = state.debt.min(k);
+            state.debt -= paid;
+            self.sem.add_permits(k - paid);
+        }
+    }
+
+    fn release(&self, permit: OwnedSemaphorePermit) {
+        let mut state = self.lock();
+        if state.debt > 0 {
+            state.debt -= 1;
+            permit.forget();
+        } else {
+            // Returned under the lock so a concurrent shrink sees it as available.
+            drop(permit);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use governor::clock::FakeRelativeClock;
+
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+
+    /// Simulates one worker that asks for `grant` bytes at a time for `secs` seconds of fake time
+    /// and returns the bytes that passed.
+    fn simulate(bps: u64, grant: u64, secs: u64) -> u64 {
+        let clock = FakeRelativeClock::default();
+        let bucket = ByteBucket::with_clock(bps, clock.clone());
+        let end = Duration::from_secs(secs);
+        let mut elapsed = Duration::ZERO;
+        let mut passed = 0;
+        loop {
+            for piece in bucket.pieces(bucket.charge(grant)) {
+                while let Err(wait) = bucket.try_take_cells(piece) {
+                    clock.advance(wait);
+                    elapsed += wait;
+                }
+            }
+            if elapsed > end {
+                return passed;
+            }
+            passed += grant;
+        }
+    }
+
+    #[test]
+    fn thirty_seconds_at_50_mib_lands_within_one_percent() {
+        let target = 30 * 50 * MIB;
+        let passed = simulate(50 * MIB, CHUNK_BYTES, 30);
+        let ratio = passed as f64 / target as f64;
+        assert!(
+            (0.99..=1.01).contains(&ratio),
+            "passed {passed}, ratio {ratio}"
+        );
+    }
+
+    #[test]
+    fn ten_gb_per_second_is_not_throttled_by_ns_rounding() {
+        let bps = 10_000_000_000;
+        let passed = simulate(bps, CHUNK_BYTES, 10);
+        let ratio = passed as f64 / (10 * bps) as f64;
+        // The burst (1 s of rate / 10 over 10 s) adds 1 %; rounding must add almost nothing.
+        assert!((0.995..=1.015).contains(&ratio), "ratio {ratio}");
+    }
+
+    #[test]
+    fn quota_keeps_rounding_error_small_over_all_rates() {
+        let mut bps = 1_000u64;
+        while bps < 10_000_000_000_000 {
+            let q = ByteQuota::for_rate(bps);
+            let cells_per_sec = bps / q.cell;
+            assert!(cells_per_sec <= MAX_CELLS_PER_SEC, "{bps}: {q:?}");
+            assert!(cells_per_sec >= MIN_CELLS_PER_SEC, "{bps}: {q:?}");
+            let effective = q.cell as f64 * 1e9 / q.period.as_nanos() as f64;
+            let err = (effective - bps as f64).abs() / bps as f64;
+            assert!(err < 0.001, "{bps}: {q:?} admits {effective}");
+            let burst = u64::from(q.burst_cells) * q.cell;
+            assert!(burst >= bps / 10, "{bps}: {q:?}");
+            assert!(burst >= CHUNK_BYTES.min(bps), "{bps}: {q:?}");
+            assert!(
+                burst <= bps.max(CHUNK_BYTES.min(bps)) + q.cell,
+                "{bps}: {q:?}"
+            );
+            bps = bps * 3 + 7;
+        }
+        assert_eq!(ByteQuota::for_rate(50 * MIB).cell, NOMINAL_CELL_BYTES);
+        assert_eq!(ByteQuota::for_rate(50 * MIB).burst_cells, 512);
+    }
+
+    #[test]
+    fn pieces_never_exceed_the_burst_and_sum_to_the_request() {
+        let bucket = ByteBucket::with_clock(10 * GIB, FakeRelativeClock::default());
+        let burst = bucket.quota.burst_cells;
+        let cells = 3 * u64::from(burst) + 5;
+        let pieces: Vec<u32> = bucket.pieces(cells).map(NonZeroU32::get).collect();
+        assert_eq!(pieces.len(), 4);
+        assert!(pieces.iter().all(|&p| p <= burst));
+        assert_eq!(pieces.iter().map(|&p| u64::from(p)).sum::<u64>(), cells);
+        // Far more cells than u32 holds still splits cleanly.
+        assert_eq!(bucket.pieces(u64::MAX).take(3).count(), 3);
+    }
+
+    #[test]
+    fn small_reads_are_charged_exactly_through_the_carry() {
+        let bucket = ByteBucket::with_clock(MIB, FakeRelativeClock::default());
+        let cell = bucket.quota.cell;
+        assert_eq!(cell, NOMINAL_CELL_BYTES);
+        let owed: u64 = (0..1000).map(|_| bucket.charge(100)).sum();
+        assert_eq!(owed, 100_000 / cell);
+        assert_eq!(owed * cell + bucket.carry.load(Ordering::Relaxed), 100_000);
+    }
+
+    #[test]
+    fn concurrent_odd_sized_charges_lose_no_byte() {
+        let bucket = Arc::new(ByteBucket::with_clock(
+            200 * MIB,
+            FakeRelativeClock::default(),
+        ));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let bucket = Arc::clone(&bucket);
+                std::thread::spawn(move || {
+                    (0..20_000u64)
+                        .map(|i| bucket.charge(777 + t + i % 13))
+                        .sum::<u64>()
+                })
+            })
+            .collect();
+        let owed: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        let expected: u64 = (0..4u64)
+            .map(|t| (0..20_000u64).map(|i| 777 + t + i % 13).sum::<u64>())
+            .sum();
+        let carry = bucket.carry.load(Ordering::Relaxed);
+        assert!(carry < bucket.quota.cell);
+        assert_eq!(owed * bucket.quota.cell + carry, expected);
+    }
+
+    #[test]
+    fn request_quota_is_rate_with_a_100ms_burst() {
+        let q = RequestLimiter::quota(NonZeroU32::new(200).unwrap());
+        assert_eq!(q.replenish_interval(), Duration::from_millis(5));
+        assert_eq!(q.burst_size().get(), 20);
+        let q = RequestLimiter::quota(NonZeroU32::new(3).unwrap());
+        assert_eq!(q.replenish_interval(), Duration::from_nanos(333_333_333));
+        assert_eq!(q.burst_size().get(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_grant_larger_than_the_burst_completes() {
+        // 10 GiB/s has a 1 GiB burst; 3 GiB in one call needs three pieces (about 0.2 s).
+        let limits = Limits::new(Some(10 * GIB), None);
+        let start = Instant::now();
+        let done = tokio::time::timeout(Duration::from_secs(20), limits.take_bytes(3 * GIB)).await;
+        assert!(done.is_ok(), "take_bytes(3 GiB) hung");
+        assert!(
+            start.elapsed() >= Duration::from_millis(120),
+            "not limited at all"
+        );
+        assert_eq!(limits.stats().bytes, 3 * GIB);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn byte_limit_passes_the_burst_then_holds_the_rate() {
+        // 4 MiB/s: burst 4 MiB at once, then 4 MiB more in small reads takes about 1 s.
+        let limits = Limits::new(Some(4 * MIB), None);
+        let start = Instant::now();
+        limits.take_bytes(4 * MIB).await;
+        assert!(
+            start.elapsed() < Duration::from_millis(500),
+            "burst was not granted"
+        );
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let limits = limits.clone();
+                tokio::spawn(async move {
+                    for _ in 0..32 {
+                        limits.take_bytes(64 << 10).await;
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.await.unwrap();
+        }
+        let elapsed = start.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(700),
+            "too fast: {elapsed:?}"
+        );
+        assert!(elapsed < Duration::from_secs(5), "too slow: {elapsed:?}");
+        let stats = limits.stats();
+        assert_eq!(stats.bytes, 8 * MIB);
+        assert!(stats.byte_wait >= Duration::from_millis(500), "{stats:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn request_limit_spaces_requests() {
+        // 20/s with a burst of 2: 12 requests need about 0.5 s.
+        let limits = Limits::new(None, Some(20));
+        let start = Instant::now();
+        for _ in 0..12 {
+            limits.take_request().await;
+        }
+        let elapsed = start.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(350),
+            "too fast: {elapsed:?}"
+        );
+        assert!(elapsed < Duration::from_secs(3), "too slow: {elapsed:?}");
+        let stats = limits.stats();
+        assert_eq!(stats.requests, 12);
+        assert!(
+            stats.request_wait >= Duration::from_millis(300),
+            "{stats:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn no_limit_means_no_waiting() {
+        for limits in [Limits::unlimited(), Limits::new(Some(0), Some(0))] {
+            let start = Instant::now();
+            for _ in 0..1000 {
+                limits.take_bytes(GIB).await;
+                limits.take_request().await;
+            }
+            assert!(start.elapsed() < Duration::from_secs(1));
+            let stats = limits.stats();
+            assert_eq!(stats.bytes, 1000 * GIB);
+            assert_eq!(stats.requests, 1000);
+            assert_eq!(stats.byte_wait, Duration::ZERO);
+            assert_eq!(stats.request_wait, Duration::ZERO);
+        }
+    }
+
+    #[test]
+    fn aimd_halves_once_per_wave_floors_at_one_and_recovers() {
+        let t0 = Instant::now();
+        let mut a = Aimd::new(64);
+        assert!(a.on_throttled(t0));
+        assert_eq!(a.window, 32);
+        // The rest of the same wave counts once.
+        for ms in [1, 10, 500, 999] {
+            assert!(!a.on_throttled(t0 + Duration::from_millis(ms)));
+        }
+        assert_eq!((a.window, a.events, a.signals), (32, 1, 5));
+        let mut t = t0;
+        for _ in 0..10 {
+            t += THROTTLE_COOLDOWN;
+            a.on_throttled(t);
+        }
+        assert_eq!(a.window, 1, "floor");
+        assert_eq!(a.events, 11);
+        // Additive increase: +1 per `window` successes.
+        a.on_success();
+        assert_eq!(a.window, 2);
+        a.on_success();
+        assert_eq!(a.window, 2);
+        a.on_success();
+        assert_eq!(a.window, 3);
+        for _ in 0..10_000 {
+            a.on_success();
+        }
+        assert_eq!(a.window, 64, "capped at max");
+    }
+
+    #[test]
+    fn aimd_throttle_within_cooldown_resets_the_success_streak() {
+        let t0 = Instant::now();
+        let mut a = Aimd::new(8);
+        a.on_throttled(t0);
+        assert_eq!(a.window, 4);
+        for _ in 0..3 {
+            a.on_success();
+        }
+        a.on_throttled(t0 + Duration::from_millis(100));
+        a.on_success();
+        assert_eq!(a.window, 4, "streak was reset by the throttle");
+        for _ in 0..3 {
+            a.on_success();
+        }
+        assert_eq!(a.window, 5);
+    }
+
+    #[tokio::test]
+    async fn slot_window_shrinks_only_after_in_flight_drains_and_grows_back() {
+        let limits = Limits::unlimited().with_concurrency(4);
+        let mut held: Vec<SlotGuard> = Vec::new();
+        for _ in 0..4 {
+            held.push(limits.acquire_slot().await);
+        }
+        assert!(limits.try_acquire_slot().is_none());
+
+        limits.on_throttled();
+        assert_eq!(limits.current_window(), 2);
+        assert_eq!(limits.throttle_events(), 1);
+        assert_eq!(limits.in_flight(), 4);
+
+        // Two releases pay the debt: still no room.
+        held.pop();
+        assert!(limits.try_acquire_slot().is_none());
+        held.pop();
+        assert!(limits.try_acquire_slot().is_none());
+        assert_eq!(limits.in_flight(), 2);
+        held.pop();
+        held.push(
+            limits
+                .try_acquire_slot()
+                .expect("one slot free under window 2"),
+        );
+        assert!(limits.try_acquire_slot().is_none());
+
+        // Growth: +1 after `window` (2) successes.
+        limits.on_success();
+        assert!(limits.try_acquire_slot().is_none());
+        limits.on_success();
+        assert_eq!(limits.current_window(), 3);
+        held.push(limits.try_acquire_slot().expect("window grew to 3"));
+        assert!(limits.try_acquire_slot().is_none());
+        assert_eq!(limits.in_flight(), 3);
+
+        held.clear();
+        assert_eq!(limits.in_flight(), 0);
+        let all: Vec<_> = (0..3).filter_map(|_| limits.try_acquire_slot()).collect();
+        assert_eq!(all.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn growth_while_in_debt_cancels_debt_instead_of_adding_permits() {
+        let limits = Limits::unlimited().with_concurrency(8);
+        let held: Vec<_> = (0..8).filter_map(|_| limits.try_acquire_slot()).collect();
+        limits.on_throttled(); // window 4, debt 4
+        for _ in 0..4 {
+            limits.on_success();
+        }
+        assert_eq!(limits.current_window(), 5);
+        drop(held);
+        let now: Vec<_> = (0..8).filter_map(|_| limits.try_acquire_slot()).collect();
+        assert_eq!(now.len(), 5);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn waiting_acquirer_wakes_when_a_slot_frees() {
+        // One thread: `yield_now` lets the waiter run until it blocks on the semaphore, so the
+        // measured wait covers the whole sleep however loaded the machine is.
+        let limits = Limits::unlimited().with_concurrency(1);
+        let first = limits.acquire_slot().await;
+        let waiter = {
+            let limits = limits.clone();
+            tokio::spawn(async move {
+                let _slot = limits.acquire_slot().await;
+            })
+        };
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished());
+        drop(first);
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("waiter woke")
+            .unwrap();
+        assert!(limits.stats().slot_wait >= Duration::from_millis(40));
+    }
+}

@@ -1,0 +1,117 @@
+//! Probe results kept for later runs: `<state>/probes/<provider or kind>/<location>.json`, where
+//! `<state>` is `$MOVERCTL_STATE_DIR`, else `$XDG_STATE_HOME/moverctl`, else
+//! `~/.local/state/moverctl`. One file per location (a new probe replaces the old one); the
+//! planner and executor take the newest file of a provider.
+
+use super::{ProbeError, ProbeReport, SCHEMA};
+use std::path::{Path, PathBuf};
+
+pub fn state_dir() -> Option<PathBuf> {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    env("MOVERCTL_STATE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| env("XDG_STATE_HOME").map(|d| PathBuf::from(d).join("moverctl")))
+        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/state/moverctl")))
+}
+
+/// A file-name-safe form: ASCII letters, digits, '.', '-' and '_' kept, anything else '_'.
+pub fn sanitize(s: &str) -> String {
+    let out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let out = out.trim_matches('.').to_string();
+    if out.is_empty() { "_".into() } else { out }
+}
+
+/// The folder holding a provider's probes (provider id, or the store kind when there is none).
+pub fn provider_dir(state: &Path, provider_or_kind: &str) -> PathBuf {
+    state.join("probes").join(sanitize(provider_or_kind))
+}
+
+/// Where a report is saved.
+pub fn path_for(state: &Path, report: &ProbeReport) -> PathBuf {
+    let group = report.provider.as_deref().unwrap_or(&report.kind);
+    provider_dir(state, group).join(format!("{}.json", sanitize(&report.location)))
+}
+
+/// Save into the state folder; returns the file written. Written to a temporary name first and
+/// renamed, so a reader never sees half a file.
+pub fn save(report: &ProbeReport) -> Result<PathBuf, ProbeError> {
+    let state = state_dir().ok_or_else(|| ProbeError::Save {
+        path: "(no state folder)".into(),
+        message: "set MOVERCTL_STATE_DIR, XDG_STATE_HOME or HOME".into(),
+    })?;
+    let path = path_for(&state, report);
+    let err = |m: String| ProbeError::Save {
+        path: path.display().to_string(),
+        message: m,
+    };
+    let dir = path.parent().expect("a file in a folder");
+    std::fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
+    let text = serde_json::to_string_pretty(report).expect("reports serialize");
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, text + "\n").map_err(|e| err(e.to_string()))?;
+    std::fs::rename(&tmp, &path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        err(e.to_string())
+    })?;
+    Ok(path)
+}
+
+/// The newest saved probe of a provider (by the report's timestamp), with its file. Files that
+/// do not parse or carry another schema are skipped.
+pub fn newest(provider: &str) -> Option<(PathBuf, ProbeReport)> {
+    newest_in(&provider_dir(&state_dir()?, provider))
+}
+
+pub fn newest_in(dir: &Path) -> Option<(PathBuf, ProbeReport)> {
+    let mut best: Option<(PathBuf, ProbeReport, chrono::DateTime<chrono::FixedOffset>)> = None;
+    for ent in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = ent.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(report) = serde_json::from_str::<ProbeReport>(&text) else {
+            continue;
+        };
+        if report.schema != SCHEMA {
+            continue;
+        }
+        let Ok(ts) = chrono::DateTime::parse_from_rfc3339(&report.timestamp) else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|(_, _, t)| ts > *t) {
+            best = Some((path, report, ts));
+        }
+    }
+    best.map(|(p, r, _)| (p, r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_file_safe() {
+        assert_eq!(
+            sanitize("garage:moverctl-scratch/x/"),
+            "garage_moverctl-scratch_x_"
+        );
+        assert_eq!(sanitize("/tmp/a b"), "_tmp_a_b");
+        assert_eq!(sanitize(".."), "_");
+    }
+}

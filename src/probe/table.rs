@@ -1,0 +1,99 @@
+//! The probe report for people: a header line, then one table of findings and measurements.
+
+use super::ProbeReport;
+use crate::units::fmt_bytes;
+use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+
+fn rate(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() && v >= 0.0 => format!("{}/s", fmt_bytes(v.round() as u64)),
+        _ => "-".into(),
+    }
+}
+
+fn ms(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v < 10.0 => format!("{v:.2} ms"),
+        Some(v) => format!("{v:.1} ms"),
+        None => "-".into(),
+    }
+}
+
+pub fn render_table(r: &ProbeReport) -> String {
+    let mut out = format!(
+        "Probe of {} ({}{}) at {}\n",
+        r.location,
+        r.kind,
+        r.provider
+            .as_deref()
+            .map(|p| format!(", provider {p}"))
+            .unwrap_or_default(),
+        r.timestamp
+    );
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(vec!["check", "result", "detail"]);
+    for f in &r.findings {
+        t.add_row(vec![
+            f.check.clone(),
+            f.status.as_str().to_string(),
+            f.detail.clone(),
+        ]);
+    }
+    let by = &r.latency_ms_by_request;
+    t.add_row(vec![
+        "latency per request (median)".to_string(),
+        ms(r.latency_ms),
+        format!(
+            "PUT {}, HEAD {}, GET {}; {} small requests of each",
+            ms(by.put),
+            ms(by.head),
+            ms(by.get),
+            r.latency_samples
+        ),
+    ]);
+    t.add_row(vec![
+        "throughput, 1 stream".to_string(),
+        rate(r.single_stream_bytes_per_sec),
+        format!(
+            "PUT of {}; GET {}",
+            fmt_bytes(r.stream_bytes),
+            rate(r.single_stream_get_bytes_per_sec)
+        ),
+    ]);
+    t.add_row(vec![
+        format!("throughput, {} streams", r.streams),
+        rate(r.multi_stream_bytes_per_sec),
+        format!(
+            "{} PUTs of {} in parallel ({} per stream); GET {}",
+            r.streams,
+            fmt_bytes(r.stream_bytes),
+            rate(r.per_stream_bytes_per_sec()),
+            rate(r.multi_stream_get_bytes_per_sec)
+        ),
+    ]);
+    t.add_row(vec![
+        "smallest part size accepted".to_string(),
+        r.min_part_size_accepted
+            .map(|b| format!("{} MiB", b >> 20))
+            .unwrap_or_else(|| "-".into()),
+        "of 1 MiB and 5 MiB first parts".to_string(),
+    ]);
+    out.push_str(&t.to_string());
+    out.push('\n');
+    if r.cleanup.left.is_empty() {
+        out.push_str(&format!(
+            "Scratch prefix {} removed ({} objects deleted)\n",
+            r.scratch_prefix, r.cleanup.deleted
+        ));
+    } else {
+        out.push_str(&format!(
+            "! {} objects could not be removed under {}: {}\n",
+            r.cleanup.left.len(),
+            r.scratch_prefix,
+            r.cleanup.left.join(", ")
+        ));
+    }
+    out
+}

@@ -1,0 +1,648 @@
+//! Copying one object, verified end to end.
+//!
+//! Bytes are hashed as they stream (CRC64/NVME always; MD5 when an ETag can be compared with it).
+//! - Read side: the number of bytes must equal the listed size; every read is pinned to the
+//!   listed ETag (`If-Match`), so a source that changes mid-copy fails instead of being stitched;
+//!   when the source's ETag is a plain MD5 (single-part S3, GCS), the bytes must hash to it.
+//! - Write side: a destination ETag that is an MD5 (single PUT) or an S3 multipart ETag
+//!   (`md5(part md5s)-N`) must match what was sent; otherwise a HEAD must show the right size
+//!   and, where metadata is kept, moverctl's CRC. `--verify readback` (and local destinations)
+//!   read the object back and compare CRCs.
+//!
+//! A mismatch is an error: the object is retried by the engine, never recorded as done.
+
+use super::{CopyOptions, Counters, Verify};
+use crate::catalog::parts::{Upload, part_plan};
+use crate::checksum::{self, Digests, Hasher, META_CRC64, META_SIZE, META_SRC_ETAG};
+use crate::journal::{Journal, ObjectRecord, PartRecord, State};
+use crate::limit::Limits;
+use crate::store::list::Entry;
+use crate::store::{Kind, Store};
+use bytes::Bytes;
+use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use object_store::multipart::PartId;
+use object_store::{
+    Attribute, Attributes, GetOptions, GetRange, ObjectStoreExt, PutMultipartOptions, PutOptions,
+    PutPayload,
+};
+use std::ops::Range;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    #[error("integrity: {0}")]
+    Mismatch(String),
+    #[error(
+        "the source object changed while it was copied (its ETag no longer matches); it will be copied again on the next run"
+    )]
+    SourceChanged,
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("{what}: {source}")]
+    Store {
+        what: &'static str,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("reading {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
+}
+
+impl CopyError {
+    /// Worth another attempt in this run.
+    pub fn retryable(&self) -> bool {
+        match self {
+            CopyError::Mismatch(_) | CopyError::Io { .. } => true,
+            CopyError::Store { source, .. } => !crate::store::is_auth_error(source),
+            CopyError::SourceChanged | CopyError::TooLarge(_) | CopyError::Journal(_) => false,
+        }
+    }
+}
+
+fn store_err(what: &'static str) -> impl Fn(object_store::Error) -> CopyError {
+    move |source| match source {
+        object_store::Error::Precondition { .. } => CopyError::SourceChanged,
+        source => CopyError::Store { what, source },
+    }
+}
+
+/// What a verified copy produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub digests: Digests,
+    pub dst_etag: Option<String>,
+    pub verified_by: String,
+    pub parts: u64,
+    pub upload_id: Option<String>,
+    pub part_size: Option<u64>,
+}
+
+pub struct Ctx {
+    pub src: Store,
+    pub dst: Store,
+    pub opts: Arc<CopyOptions>,
+    pub limits: Limits,
+    pub journal: Option<Arc<Mutex<Journal>>>,
+    pub counters: Arc<Counters>,
+    /// Bytes of part buffers in flight across the run, in MiB permits.
+    pub buffers: Arc<tokio::sync::Semaphore>,
+}
+
+/// A byte range of a source object as a stream, pinned to the listed ETag where the store has one.
+fn read_range(
+    ctx: &Ctx,
+    src: &Entry,
+    range: Range<u64>,
+) -> BoxStream<'static, Result<Bytes, CopyError>> {
+    let counters = ctx.counters.clone();
+    counters.get.fetch_add(1, Relaxed);
+    if ctx.src.kind == Kind::Local {
+        let root = ctx
+            .src
+            .local_root
+            .clone()
+            .expect("local stores have a root");
+        let path = root.join(&src.key);
+        return local_range(path, range);
+    }
+    let store = ctx.src.inner.clone();
+    let path = match ctx.src.path_of(&src.key) {
+        Ok(p) => p,
+        Err(e) => {
+            let err = CopyError::Store {
+                what: "source key",
+                source: e.into(),
+            };
+            return stream::once(async move { Err(err) }).boxed();
+        }
+    };
+    let pin = matches!(ctx.src.kind, Kind::S3 | Kind::Gcs | Kind::Azure);
+    let etag = src.e_tag.clone();
+    let whole = range.start == 0 && range.end == src.size;
+    stream::once(async move {
+        let mut o = GetOptions::default();
+        if !whole {
+            o.range = Some(GetRange::Bounded(range));
+        }
+        if pin {
+            o.if_match = etag;
+        }
+        store
+            .get_opts(&path, o)
+            .await
+            .map_err(store_err("reading the source"))
+    })
+    .map_ok(|r| r.into_stream().map_err(store_err("reading the source")))
+    .try_flatten()
+    .boxed()
+}
+
+/// Local reads in 1 MiB blocks (object_store's local stream reads 8 KiB at a time).
+fn local_range(
+    path: std::path::PathBuf,
+    range: Range<u64>,
+) -> BoxStream<'static, Result<Bytes, CopyError>> {
+    use tokio::io::{AsyncReadExt, AsyncSeekExt};
+    const BLOCK: u64 = 1 << 20;
+    let shown = path.display().to_string();
+    stream::once(async move {
+        let mut f = tokio::fs::File::open(&path)
+            .await
+            .map_err(|e| CopyError::Io {
+                path: shown.clone(),
+                source: e,
+            })?;
+        f.seek(std::io::SeekFrom::Start(range.start))
+            .await
+            .map_err(|e| CopyError::Io {
+                path: shown.clone(),
+                source: e,
+            })?;
+        Ok::<_, CopyError>((f, range.end - range.start, shown))
+    })
+    .map_ok(|(f, left, shown)| {
+        stream::try_unfold((f, left, shown), |(mut f, left, shown)| async move {
+            if left == 0 {
+                return Ok(None);
+            }
+            let n = left.min(BLOCK) as usize;
+            let mut buf = vec![0u8; n];
+            let mut got = 0;
+            while got < n {
+                let k = f.read(&mut buf[got..]).await.map_err(|e| CopyError::Io {
+                    path: shown.clone(),
+                    source: e,
+                })?;
+                if k == 0 {
+                    break;
+                }
+                got += k;
+            }
+            if got == 0 {
+                return Ok(None);
+            }
+            buf.truncate(got);
+            Ok(Some((Bytes::from(buf), (f, left - got as u64, shown))))
+        })
+    })
+    .try_flatten()
+    .boxed()
+}
+
+/// Read a range fully, hashing and rate-limiting as it streams; its length must be exact.
+async fn fetch(
+    ctx: &Ctx,
+    src: &Entry,
+    range: Range<u64>,
+    md5: bool,
+) -> Result<(Vec<Bytes>, Digests), CopyError> {
+    let want = range.end - range.start;
+    let mut s = read_range(ctx, src, range.clone());
+    let mut h = Hasher::new(md5);
+    let mut chunks = Vec::new();
+    while let Some(chunk) = s.next().await {
+        let chunk = chunk?;
+        ctx.limits.take_bytes(chunk.len() as u64).await;
+        ctx.counters
+            .read_bytes
+            .fetch_add(chunk.len() as u64, Relaxed);
+        h.update(&chunk);
+        chunks.push(chunk);
+    }
+    let d = h.finish();
+    if d.bytes != want {
+        return Err(CopyError::Mismatch(format!(
+            "the source returned {} bytes for {}..{}, expected {want}",
+            d.bytes, range.start, range.end
+        )));
+    }
+    Ok((chunks, d))
+}
+
+fn source_md5(ctx: &Ctx, src: &Entry) -> Option<[u8; 16]> {
+    if !matches!(ctx.src.kind, Kind::S3 | Kind::Gcs) {
+        return None;
+    }
+    src.e_tag.as_deref().and_then(checksum::etag_md5)
+}
+
+fn metadata(ctx: &Ctx, src: &Entry, crc: Option<u64>) -> Attributes {
+    let mut a = Attributes::new();
+    if matches!(ctx.dst.kind, Kind::Local) {
+        return a;
+    }
+    if let Some(c) = crc {
+        a.insert(
+            Attribute::Metadata(META_CRC64.into()),
+            checksum::crc64_hex(c).into(),
+        );
+    }
+    if let Some(e) = &src.e_tag {
+        a.insert(
+            Attribute::Metadata(META_SRC_ETAG.into()),
+            checksum::etag_norm(e).into(),
+        );
+    }
+    a.insert(
+        Attribute::Metadata(META_SIZE.into()),
+        src.size.to_string().into(),
+    );
+    if let Some(sc) = &ctx.dst.storage_class {
+        a.insert(Attribute::StorageClass, sc.clone().into());
+    }
+    a
+}
+
+pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
+    let plan = part_plan(src.size, &ctx.opts.dst_limits, ctx.opts.part_rule)
+        .map_err(|e| CopyError::TooLarge(e.to_string()))?;
+    let out = match plan {
+        Upload::Single => copy_single(ctx, src).await?,
+        Upload::Multipart { part_size, parts } => {
+            copy_multipart(ctx, src, part_size, parts).await?
+        }
+    };
+    Ok(out)
+}
+
+async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
+    let src_md5 = source_md5(ctx, src);
+    let (chunks, d) = fetch(ctx, src, 0..src.size, true).await?;
+    let mut read_side = "source-size";
+    if let Some(m) = src_md5 {
+        if Some(m) != d.md5 {
+            return Err(CopyError::Mismatch(
+                "the source's bytes do not hash to its own MD5 (ETag)".into(),
+            ));
+        }
+        read_side = "source-md5";
+    }
+    let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
+        what: "destination key",
+        source: e.into(),
+    })?;
+    ctx.limits.take_request().await;
+    ctx.counters.put.fetch_add(1, Relaxed);
+    let opts = PutOptions {
+        attributes: metadata(ctx, src, Some(d.crc64)),
+        ..Default::default()
+    };
+    let res = ctx
+        .dst
+        .inner
+        .put_opts(&path, PutPayload::from_iter(chunks), opts)
+        .await
+        .map_err(store_err("writing the destination"))?;
+    ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
+    let write_side = match res.e_tag.as_deref().and_then(checksum::etag_md5) {
+        Some(m) if Some(m) != d.md5 => {
+            return Err(CopyError::Mismatch(
+                "the destination's ETag (MD5) differs from the bytes sent".into(),
+            ));
+        }
+        Some(_) if ctx.opts.verify != Verify::Readback && ctx.dst.kind != Kind::Local => {
+            "dest-md5".to_string()
+        }
+        _ => verify_after_write(ctx, src, &path, d.crc64).await?,
+    };
+    Ok(Outcome {
+        digests: d,
+        dst_etag: res.e_tag,
+        verified_by: format!("{read_side}+{write_side}"),
+        parts: 0,
+        upload_id: None,
+        part_size: None,
+    })
+}
+
+/// HEAD (size and moverctl's CRC in metadata) or, for `--verify readback` and local
+/// destinations, a full read-back compared by CRC.
+async fn verify_after_write(
+    ctx: &Ctx,
+    src: &Entry,
+    path: &object_store::path::Path,
+    crc: u64,
+) -> Result<String, CopyError> {
+    if ctx.opts.verify == Verify::Readback || ctx.dst.kind == Kind::Local {
+        ctx.counters.get.fetch_add(1, Relaxed);
+        let r = ctx
+            .dst
+            .inner
+            .get(path)
+            .await
+            .map_err(store_err("reading the destination back"))?;
+        let mut s = r.into_stream();
+        let mut h = Hasher::new(false);
+        while let Some(c) = s.next().await {
+            h.update(&c.map_err(store_err("reading the destination back"))?);
+        }
+        let d = h.finish();
+        if d.bytes != src.size || d.crc64 != crc {
+            return Err(CopyError::Mismatch(
+                "the destination reads back different bytes".into(),
+            ));
+        }
+        return Ok("readback-crc64".into());
+    }
+    ctx.counters.head.fetch_add(1, Relaxed);
+    let head = ctx
+        .dst
+        .inner
+        .get_opts(
+            path,
+            GetOptions {
+                head: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(store_err("checking the destination"))?;
+    if head.meta.size != src.size {
+        return Err(CopyError::Mismatch(format!(
+            "the destination holds {} bytes, expected {}",
+            head.meta.size, src.size
+        )));
+    }
+    match head.attributes.get(&Attribute::Metadata(META_CRC64.into())) {
+        Some(v) if v.as_ref() == checksum::crc64_hex(crc) => Ok("dest-size+metadata".into()),
+        Some(_) => Err(CopyError::Mismatch(
+            "the destination's stored CRC differs".into(),
+        )),
+        None => Ok("dest-size".into()),
+    }
+}
+
+async fn copy_multipart(
+    ctx: &Ctx,
+    src: &Entry,
+    part_size: u64,
+    parts: u64,
+) -> Result<Outcome, CopyError> {
+    let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
+        what: "destination key",
+        source: e.into(),
+    })?;
+    let src_md5 = source_md5(ctx, src);
+    let ranges: Vec<Range<u64>> = (0..parts)
+        .map(|i| i * part_size..((i + 1) * part_size).min(src.size))
+        .collect();
+    let Some(mp) = ctx.dst.multipart.clone() else {
+        return copy_multipart_streaming(ctx, src, &path, ranges).await;
+    };
+
+    // Resume an upload the journal knows, if it is for this exact source version and part size.
+    let mut done: Vec<Option<PartRecord>> = vec![None; parts as usize];
+    let mut upload_id = None;
+    if let Some(j) = &ctx.journal {
+        let j = j.lock().expect("journal lock");
+        if let Some(r) = j.get(&src.key)?
+            && r.state == State::Copying
+            && r.size == src.size
+            && r.src_etag == src.e_tag
+            && r.part_size == Some(part_size)
+            && let Some(id) = r.upload_id
+        {
+            for p in j.parts(&src.key)? {
+                if let Some(slot) = done.get_mut(p.idx as usize) {
+                    ctx.counters.resumed_parts.fetch_add(1, Relaxed);
+                    *slot = Some(p);
+                }
+            }
+            upload_id = Some(id);
+        }
+    }
+    let id = match upload_id {
+        Some(id) => id,
+        None => {
+            ctx.counters.put.fetch_add(1, Relaxed);
+            let attrs = if ctx.dst.kind == Kind::Azure {
+                Attributes::new()
+            } else {
+                metadata(ctx, src, None)
+            };
+            let id = mp
+                .create_multipart_opts(
+                    &path,
+                    PutMultipartOptions {
+                        attributes: attrs,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .map_err(store_err("starting the multipart upload"))?;
+            if let Some(j) = &ctx.journal {
+                j.lock().expect("journal lock").put_all(&[ObjectRecord {
+                    key: src.key.clone(),
+                    size: src.size,
+                    src_etag: src.e_tag.clone(),
+                    src_mtime: Some(src.last_modified.to_rfc3339()),
+                    state: State::Copying,
+                    crc64: None,
+                    md5: None,
+                    dst_etag: None,
+                    verified_by: None,
+                    attempts: 1,
+                    error: None,
+                    upload_id: Some(id.clone()),
+                    part_size: Some(part_size),
+                }])?;
+            }
+            id
+        }
+    };
+
+    // Parts are fetched, hashed and uploaded concurrently, and consumed in order so that a
+    // whole-object MD5 can be checked against the source when it offers one.
+    let need_whole_md5 = src_md5.is_some() && done.iter().all(Option::is_none);
+    let part_futs = ranges.iter().cloned().enumerate().map(|(idx, range)| {
+        let prior = done[idx].clone();
+        let mp = mp.clone();
+        let path = path.clone();
+        let id = id.clone();
+        async move {
+            if let Some(p) = prior {
+                return Ok::<_, CopyError>((idx, p, None));
+            }
+            let mib = range
+                .end
+                .saturating_sub(range.start)
+                .div_ceil(1 << 20)
+                .max(1) as u32;
+            let _permit = ctx
+                .buffers
+                .acquire_many(mib)
+                .await
+                .expect("buffer semaphore open");
+            let (chunks, d) = fetch(ctx, src, range.clone(), true).await?;
+            ctx.limits.take_request().await;
+            ctx.counters.put.fetch_add(1, Relaxed);
+            let keep = need_whole_md5.then(|| chunks.clone());
+            let part_id = mp
+                .put_part(&path, &id, idx, PutPayload::from_iter(chunks))
+                .await
+                .map_err(store_err("uploading a part"))?;
+            ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
+            let rec = PartRecord {
+                idx: idx as u32,
+                content_id: part_id.content_id,
+                crc64: checksum::crc64_hex(d.crc64),
+                md5: d.md5.map(|m| checksum::hex(&m)),
+                size: d.bytes,
+            };
+            if let Some(j) = &ctx.journal {
+                j.lock().expect("journal lock").put_part(&src.key, &rec)?;
+            }
+            Ok((idx, rec, keep))
+        }
+    });
+    let mut stream = stream::iter(part_futs).buffered(ctx.opts.part_concurrency.max(1));
+    let mut part_ids = Vec::with_capacity(parts as usize);
+    let mut md5s = Vec::with_capacity(parts as usize);
+    let mut crc: Option<u64> = None;
+    let mut whole = need_whole_md5.then(|| Hasher::new(true));
+    while let Some(r) = stream.next().await {
+        let (_, rec, keep) = match r {
+            Ok(v) => v,
+            Err(e) => {
+                if matches!(e, CopyError::SourceChanged) {
+                    // Parts of an old version are useless: abandon the upload.
+                    let _ = mp.abort_multipart(&path, &id).await;
+                    if let Some(j) = &ctx.journal {
+                        let _ = j.lock().expect("journal lock").forget(&src.key);
+                    }
+                }
+                return Err(e);
+            }
+        };
+        let part_crc = u64::from_str_radix(&rec.crc64, 16).unwrap_or(0);
+        crc = Some(match crc {
+            None => part_crc,
+            Some(c) => checksum::crc64_combine(c, part_crc, rec.size),
+        });
+        if let (Some(w), Some(chunks)) = (whole.as_mut(), keep) {
+            for c in &chunks {
+                w.update(c);
+            }
+        }
+        md5s.push(rec.md5.as_deref().and_then(checksum::etag_md5));
+        part_ids.push(PartId {
+            content_id: rec.content_id,
+        });
+    }
+    drop(stream);
+    let mut read_side = "source-size";
+    if let (Some(w), Some(m)) = (whole, src_md5) {
+        if w.finish().md5 != Some(m) {
+            let _ = mp.abort_multipart(&path, &id).await;
+            return Err(CopyError::Mismatch(
+                "the source's bytes do not hash to its own MD5 (ETag)".into(),
+            ));
+        }
+        read_side = "source-md5";
+    }
+    ctx.counters.put.fetch_add(1, Relaxed);
+    let res = mp
+        .complete_multipart(&path, &id, part_ids)
+        .await
+        .map_err(store_err("completing the multipart upload"))?;
+    let crc = crc.unwrap_or(0);
+    let mut write_side = None;
+    if let (Some(etag), Some(all)) = (&res.e_tag, md5s.iter().cloned().collect::<Option<Vec<_>>>())
+    {
+        let e = checksum::etag_norm(etag);
+        if e.contains('-') && e.ends_with(&format!("-{parts}")) {
+            if e != checksum::multipart_etag(&all) {
+                return Err(CopyError::Mismatch(
+                    "the destination's multipart ETag differs from the parts sent".into(),
+                ));
+            }
+            if ctx.opts.verify != Verify::Readback {
+                write_side = Some("dest-multipart-etag".to_string());
+            }
+        }
+    }
+    let write_side = match write_side {
+        Some(w) => w,
+        None => verify_after_write(ctx, src, &path, crc).await?,
+    };
+    Ok(Outcome {
+        digests: Digests {
+            crc64: crc,
+            md5: None,
+            bytes: src.size,
+        },
+        dst_etag: res.e_tag,
+        verified_by: format!("{read_side}+{write_side}"),
+        parts,
+        upload_id: Some(id),
+        part_size: Some(ranges[0].end - ranges[0].start),
+    })
+}
+
+/// Stores without a low-level multipart API (local folders): parts in order through
+/// `put_multipart`, which only makes the object visible when it completes.
+async fn copy_multipart_streaming(
+    ctx: &Ctx,
+    src: &Entry,
+    path: &object_store::path::Path,
+    ranges: Vec<Range<u64>>,
+) -> Result<Outcome, CopyError> {
+    let mut up = ctx
+        .dst
+        .inner
+        .put_multipart_opts(
+            path,
+            PutMultipartOptions {
+                attributes: metadata(ctx, src, None),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(store_err("starting the upload"))?;
+    let mut crc: Option<u64> = None;
+    for range in &ranges {
+        let res = fetch(ctx, src, range.clone(), false).await;
+        let (chunks, d) = match res {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = up.abort().await;
+                return Err(e);
+            }
+        };
+        crc = Some(match crc {
+            None => d.crc64,
+            Some(c) => checksum::crc64_combine(c, d.crc64, d.bytes),
+        });
+        ctx.counters.put.fetch_add(1, Relaxed);
+        if let Err(e) = up.put_part(PutPayload::from_iter(chunks)).await {
+            let _ = up.abort().await;
+            return Err(store_err("writing a part")(e));
+        }
+        ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
+    }
+    let res = up
+        .complete()
+        .await
+        .map_err(store_err("completing the upload"))?;
+    let crc = crc.unwrap_or(0);
+    let write_side = verify_after_write(ctx, src, path, crc).await?;
+    Ok(Outcome {
+        digests: Digests {
+            crc64: crc,
+            md5: None,
+            bytes: src.size,
+        },
+        dst_etag: res.e_tag,
+        verified_by: format!("source-size+{write_side}"),
+        parts: ranges.len() as u64,
+        upload_id: None,
+        part_size: Some(ranges[0].end - ranges[0].start),
+    })
+}

@@ -1,0 +1,462 @@
+//! The copy engine: list both sides (sorted, streaming), merge-join with the journal, copy what
+//! differs with a bounded pool of workers under the run's limits, verify every object, journal
+//! the outcome, and report. `exec` (from a plan), `copy` and later `sync` all run this.
+//!
+//! Memory: listings stream (one entry per side), at most `transfers` objects are in flight, and
+//! part buffers are bounded by `max_buffer` bytes across the run (single PUTs hold one object of at
+//! most the multipart threshold each): roughly `transfers × threshold + max_buffer`.
+
+pub mod copy;
+pub mod diff;
+
+use crate::catalog::Limits as StoreLimits;
+use crate::catalog::parts::PartRule;
+use crate::journal::{Journal, ObjectRecord, State};
+use crate::limit::Limits;
+use crate::store::Store;
+use crate::store::list::Entry;
+use copy::{CopyError, Ctx, copy_object};
+use diff::{Decision, Differ, Joined};
+use object_store::{Attribute, GetOptions};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    /// ETags, stored digests and HEAD where they prove enough.
+    Auto,
+    /// Read every written object back and compare CRCs.
+    Readback,
+}
+
+#[derive(Debug, Clone)]
+pub struct CopyOptions {
+    pub transfers: usize,
+    pub part_concurrency: usize,
+    pub part_rule: PartRule,
+    pub dst_limits: StoreLimits,
+    pub max_buffer: u64,
+    pub retries: u32,
+    pub verify: Verify,
+    pub dry_run: bool,
+    pub include: Option<globset::GlobSet>,
+    pub exclude: Option<globset::GlobSet>,
+}
+
+/// Requests and bytes, counted as they happen.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub get: AtomicU64,
+    pub put: AtomicU64,
+    pub head: AtomicU64,
+    pub read_bytes: AtomicU64,
+    pub written_bytes: AtomicU64,
+    pub resumed_parts: AtomicU64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub key: String,
+    pub error: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub copied: u64,
+    pub copied_bytes: u64,
+    pub skipped: u64,
+    pub skipped_bytes: u64,
+    pub failed: Vec<Failure>,
+    pub failed_bytes: u64,
+    pub refused: Vec<Failure>,
+    pub filtered: u64,
+    /// How copied objects were verified: method → count.
+    pub verified_by: BTreeMap<String, u64>,
+    /// Why objects were skipped or copied: reason → count (dry runs list them too).
+    pub reasons: BTreeMap<String, u64>,
+    pub requests_get: u64,
+    pub requests_put: u64,
+    pub requests_head: u64,
+    pub requests_list_src: u64,
+    pub requests_list_dst: u64,
+    pub read_bytes: u64,
+    pub written_bytes: u64,
+    pub resumed_parts: u64,
+    pub retries: u64,
+    pub throttle_events: u64,
+    pub elapsed: Duration,
+    pub interrupted: bool,
+    pub dry_run: bool,
+}
+
+/// One line of `--json` output per object, and what the progress display counts.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Copied {
+        key: String,
+        bytes: u64,
+        verified_by: String,
+    },
+    Skipped {
+        key: String,
+        bytes: u64,
+        reason: String,
+    },
+    WouldCopy {
+        key: String,
+        bytes: u64,
+        reason: String,
+    },
+    Failed {
+        key: String,
+        error: String,
+    },
+    Refused {
+        key: String,
+        reason: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Diff(#[from] diff::DiffError),
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
+}
+
+pub struct Run {
+    pub src: Store,
+    pub dst: Store,
+    pub opts: CopyOptions,
+    pub limits: Limits,
+    pub journal: Option<Journal>,
+    /// Set (by a Ctrl-C handler) to stop starting new objects; in-flight ones finish.
+    pub stop: Arc<AtomicBool>,
+}
+
+fn included(opts: &CopyOptions, key: &str) -> bool {
+    if let Some(inc) = &opts.include
+        && !inc.is_match(key)
+    {
+        return false;
+    }
+    if let Some(exc) = &opts.exclude
+        && exc.is_match(key)
+    {
+        return false;
+    }
+    true
+}
+
+/// Does the destination's moverctl metadata say it holds this source version?
+async fn same_source_version(ctx: &Ctx, src: &Entry) -> bool {
+    let Ok(path) = ctx.dst.path_of(&src.key) else {
+        return false;
+    };
+    ctx.counters.head.fetch_add(1, Relaxed);
+    let Ok(head) = ctx
+        .dst
+        .inner
+        .get_opts(
+            &path,
+            GetOptions {
+                head: true,
+                ..Default::default()
+            },
+        )
+        .await
+    else {
+        return false;
+    };
+    let meta = |k: &str| {
+        head.attributes
+            .get(&Attribute::Metadata(k.to_string().into()))
+            .map(|v| v.to_string())
+    };
+    let etag_ok = match (&src.e_tag, meta(crate::checksum::META_SRC_ETAG)) {
+        (Some(e), Some(m)) => crate::checksum::etag_norm(e) == m,
+        _ => false,
+    };
+    etag_ok
+        && meta(crate::checksum::META_SIZE) == Some(src.size.to_string())
+        && head.meta.size == src.size
+}
+
+impl Run {
+    /// Run to the end (or until stopped). Every object ends copied and verified, skipped, or
+    /// failed with its error; `on_event` sees each as it happens.
+    pub async fn run(self, mut on_event: impl FnMut(&Event)) -> Result<Report, RunError> {
+        let started = Instant::now();
+        let Run {
+            src,
+            dst,
+            opts,
+            limits,
+            journal,
+            stop,
+        } = self;
+        let journal = journal.map(|j| Arc::new(Mutex::new(j)));
+        let counters = Arc::new(Counters::default());
+        let list_src = Arc::new(AtomicU64::new(0));
+        let list_dst = Arc::new(AtomicU64::new(0));
+        let src_list = crate::store::list::list_counted(&src, None, list_src.clone());
+        let dst_list = crate::store::list::list_counted(&dst, None, list_dst.clone());
+        let mut differ = Differ::new(src_list, dst_list);
+        let buffer_mib = (opts.max_buffer >> 20).clamp(1, u32::MAX as u64 >> 1) as usize;
+        let ctx = Arc::new(Ctx {
+            src,
+            dst,
+            opts: Arc::new(opts.clone()),
+            limits: limits.clone(),
+            journal: journal.clone(),
+            counters: counters.clone(),
+            buffers: Arc::new(tokio::sync::Semaphore::new(buffer_mib)),
+        });
+        let mut report = Report {
+            dry_run: opts.dry_run,
+            ..Default::default()
+        };
+        let mut pending: Vec<ObjectRecord> = Vec::new();
+        let mut last_flush = Instant::now();
+        let slots = Arc::new(tokio::sync::Semaphore::new(opts.transfers.max(1)));
+        let mut tasks: tokio::task::JoinSet<(Entry, Result<copy::Outcome, CopyError>, u32)> =
+            tokio::task::JoinSet::new();
+
+        let flush = |pending: &mut Vec<ObjectRecord>| -> Result<(), RunError> {
+            if let Some(j) = &journal
+                && !pending.is_empty()
+            {
+                j.lock().expect("journal lock").put_all(pending)?;
+            }
+            pending.clear();
+            Ok(())
+        };
+
+        let finish =
+            |report: &mut Report,
+             pending: &mut Vec<ObjectRecord>,
+             on_event: &mut dyn FnMut(&Event),
+             (entry, res, attempts): (Entry, Result<copy::Outcome, CopyError>, u32)| {
+                report.retries += u64::from(attempts.saturating_sub(1));
+                match res {
+                    Ok(o) => {
+                        report.copied += 1;
+                        report.copied_bytes += entry.size;
+                        *report.verified_by.entry(o.verified_by.clone()).or_default() += 1;
+                        on_event(&Event::Copied {
+                            key: entry.key.clone(),
+                            bytes: entry.size,
+                            verified_by: o.verified_by.clone(),
+                        });
+                        pending.push(ObjectRecord {
+                            key: entry.key,
+                            size: entry.size,
+                            src_etag: entry.e_tag,
+                            src_mtime: Some(entry.last_modified.to_rfc3339()),
+                            state: State::Verified,
+                            crc64: Some(crate::checksum::crc64_hex(o.digests.crc64)),
+                            md5: o.digests.md5.map(|m| crate::checksum::hex(&m)),
+                            dst_etag: o.dst_etag,
+                            verified_by: Some(o.verified_by),
+                            attempts,
+                            error: None,
+                            upload_id: o.upload_id,
+                            part_size: o.part_size,
+                        });
+                    }
+                    Err(e) => {
+                        let error = e.to_string();
+                        on_event(&Event::Failed {
+                            key: entry.key.clone(),
+                            error: error.clone(),
+                        });
+                        report.failed_bytes += entry.size;
+                        report.failed.push(Failure {
+                            key: entry.key.clone(),
+                            error: error.clone(),
+                        });
+                        // A failed multipart upload keeps its journal row (state copying) for resume.
+                        let keep_upload = ctx_keeps_upload(&journal, &entry.key);
+                        if !keep_upload {
+                            pending.push(ObjectRecord {
+                                key: entry.key,
+                                size: entry.size,
+                                src_etag: entry.e_tag,
+                                src_mtime: Some(entry.last_modified.to_rfc3339()),
+                                state: State::Failed,
+                                crc64: None,
+                                md5: None,
+                                dst_etag: None,
+                                verified_by: None,
+                                attempts,
+                                error: Some(error),
+                                upload_id: None,
+                                part_size: None,
+                            });
+                        }
+                    }
+                }
+            };
+
+        loop {
+            // Collect finished copies without waiting.
+            while let Some(done) = tasks.try_join_next() {
+                let done = done.expect("copy tasks do not panic");
+                finish(&mut report, &mut pending, &mut on_event, done);
+            }
+            if pending.len() >= 256
+                || (last_flush.elapsed() > Duration::from_millis(500) && !pending.is_empty())
+            {
+                flush(&mut pending)?;
+                last_flush = Instant::now();
+            }
+            if stop.load(Relaxed) {
+                report.interrupted = true;
+                break;
+            }
+            let next = differ.next(None).await;
+            let Some(item) = next else { break };
+            let action = match item? {
+                Joined::Refused { key, reason } => {
+                    on_event(&Event::Refused {
+                        key: key.clone(),
+                        reason: reason.clone(),
+                    });
+                    report.refused.push(Failure { key, error: reason });
+                    continue;
+                }
+                Joined::Action(a) => a,
+            };
+            if !included(&opts, &action.src.key) {
+                report.filtered += 1;
+                continue;
+            }
+            let mut decision = action.decision.clone();
+            if decision == Decision::Check
+                && let Some(j) = &journal
+            {
+                let j = j.lock().expect("journal lock");
+                decision = diff::decide(&action.src, action.dst.as_ref(), Some(&j))?;
+            }
+            if decision == Decision::Check {
+                decision = if same_source_version(&ctx, &action.src).await {
+                    Decision::Skip("same source version")
+                } else {
+                    Decision::Copy("unproven")
+                };
+            }
+            match decision {
+                Decision::Skip(reason) => {
+                    report.skipped += 1;
+                    report.skipped_bytes += action.src.size;
+                    *report.reasons.entry(reason.to_string()).or_default() += 1;
+                    on_event(&Event::Skipped {
+                        key: action.src.key,
+                        bytes: action.src.size,
+                        reason: reason.into(),
+                    });
+                }
+                Decision::Copy(reason) if opts.dry_run => {
+                    *report.reasons.entry(reason.to_string()).or_default() += 1;
+                    report.copied += 1;
+                    report.copied_bytes += action.src.size;
+                    on_event(&Event::WouldCopy {
+                        key: action.src.key,
+                        bytes: action.src.size,
+                        reason: reason.into(),
+                    });
+                }
+                Decision::Copy(reason) => {
+                    *report.reasons.entry(reason.to_string()).or_default() += 1;
+                    let permit = slots.clone().acquire_owned().await.expect("slots open");
+                    // Finish whatever completed while we waited for a slot.
+                    while let Some(done) = tasks.try_join_next() {
+                        finish(
+                            &mut report,
+                            &mut pending,
+                            &mut on_event,
+                            done.expect("copy tasks do not panic"),
+                        );
+                    }
+                    let ctx = ctx.clone();
+                    let entry = action.src;
+                    tasks.spawn(async move {
+                        let _permit = permit;
+                        let mut attempt = 0u32;
+                        loop {
+                            attempt += 1;
+                            let _slot = ctx.limits.acquire_slot().await;
+                            let res = copy_object(&ctx, &entry).await;
+                            match res {
+                                Ok(o) => {
+                                    ctx.limits.on_success();
+                                    return (entry, Ok(o), attempt);
+                                }
+                                Err(e) => {
+                                    if is_throttle(&e) {
+                                        ctx.limits.on_throttled();
+                                    }
+                                    if !e.retryable() || attempt > ctx.opts.retries {
+                                        return (entry, Err(e), attempt);
+                                    }
+                                    tokio::time::sleep(Duration::from_millis(
+                                        200 * u64::from(attempt),
+                                    ))
+                                    .await;
+                                }
+                            }
+                        }
+                    });
+                }
+                Decision::Check => unreachable!("resolved above"),
+            }
+        }
+        while let Some(done) = tasks.join_next().await {
+            finish(
+                &mut report,
+                &mut pending,
+                &mut on_event,
+                done.expect("copy tasks do not panic"),
+            );
+        }
+        flush(&mut pending)?;
+        report.requests_get = counters.get.load(Relaxed);
+        report.requests_put = counters.put.load(Relaxed);
+        report.requests_head = counters.head.load(Relaxed);
+        report.requests_list_src = list_src.load(Relaxed);
+        report.requests_list_dst = list_dst.load(Relaxed);
+        report.read_bytes = counters.read_bytes.load(Relaxed);
+        report.written_bytes = counters.written_bytes.load(Relaxed);
+        report.resumed_parts = counters.resumed_parts.load(Relaxed);
+        report.throttle_events = limits.throttle_events();
+        report.elapsed = started.elapsed();
+        Ok(report)
+    }
+}
+
+fn ctx_keeps_upload(journal: &Option<Arc<Mutex<Journal>>>, key: &str) -> bool {
+    journal.as_ref().is_some_and(|j| {
+        j.lock()
+            .expect("journal lock")
+            .get(key)
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.state == State::Copying && r.upload_id.is_some())
+    })
+}
+
+fn is_throttle(e: &CopyError) -> bool {
+    match e {
+        CopyError::Store { source, .. } => {
+            let t = source.to_string();
+            t.contains("503")
+                || t.contains("429")
+                || t.contains("SlowDown")
+                || t.contains("reduce your request rate")
+        }
+        _ => false,
+    }
+}
