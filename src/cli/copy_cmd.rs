@@ -214,7 +214,7 @@ pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<
     let src = Store::open(&args.src, remotes)?;
     let dst = Store::open(&args.dst, remotes)?;
     let r = resolve(&args.engine, catalog, &src, &dst, None)?;
-    drive(src, dst, r, None)
+    drive(src, dst, r, None, catalog)
 }
 
 pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<Exit, CliError> {
@@ -242,10 +242,16 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
     let src = Store::open(&src_loc, remotes)?;
     let dst = Store::open(&dst_loc, remotes)?;
     let r = resolve(&args.engine, catalog, &src, &dst, Some(&plan))?;
-    drive(src, dst, r, Some(&plan))
+    drive(src, dst, r, Some(&plan), catalog)
 }
 
-fn drive(src: Store, dst: Store, r: Resolved, plan: Option<&PlanFile>) -> Result<Exit, CliError> {
+fn drive(
+    src: Store,
+    dst: Store,
+    r: Resolved,
+    plan: Option<&PlanFile>,
+    catalog: &Catalog,
+) -> Result<Exit, CliError> {
     let rt = super::runtime()?;
     let journal = if r.opts.dry_run {
         None
@@ -296,13 +302,22 @@ fn drive(src: Store, dst: Store, r: Resolved, plan: Option<&PlanFile>) -> Result
         res
     });
     let report = report.map_err(|e| CliError::Failure(e.to_string()))?;
+    let vs = plan.and_then(|p| against_plan(&report, p, catalog));
     if json {
-        println!("{}", summary_json(&report, plan));
+        let mut v: serde_json::Value =
+            serde_json::from_str(&summary_json(&report, plan)).expect("valid JSON");
+        if let Some(vs) = &vs {
+            v["plan"] = vs.json();
+        }
+        println!("{v}");
     } else {
         eprint!(
             "{}",
             summary_text(&report, &src_shown, &dst_shown, &r, plan)
         );
+        if let Some(vs) = &vs {
+            eprint!("{}", vs.text());
+        }
     }
     Ok(if report.interrupted {
         Exit::Interrupted
@@ -528,4 +543,210 @@ impl Progress {
             b.finish_and_clear();
         }
     }
+}
+
+/// This run's requests and bytes priced with the catalog, beside what the plan predicted.
+struct VsPlan {
+    predicted_seconds: Decimal,
+    seconds: Decimal,
+    predicted: [(String, Decimal); 3],
+    actual: [(String, crate::money::Usd); 3],
+    corpus_bytes: u64,
+    run_bytes: u64,
+    catalog_changed: bool,
+}
+
+fn against_plan(r: &Report, p: &PlanFile, catalog: &Catalog) -> Option<VsPlan> {
+    use crate::catalog::Place;
+    use crate::plan::model::{Ledger, price_ledger};
+    let src = Place::resolve(catalog, &p.source.place).ok()?;
+    let dst = Place::resolve(catalog, &p.destination.place).ok()?;
+    let ledger = Ledger {
+        source_list: r.requests_list_src,
+        source_get: r.requests_get,
+        destination_list: r.requests_list_dst,
+        destination_put: r.requests_put,
+        destination_head: r.requests_head,
+        bytes_moved: r.read_bytes,
+    };
+    let (egress, sreq, dreq) = price_ledger(&src, &dst, &ledger, p.corpus.bytes);
+    let pick = |k: &str| {
+        p.prediction
+            .cost
+            .get(k)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default()
+    };
+    let ids = [src.provider_id(), dst.provider_id()];
+    Some(VsPlan {
+        predicted_seconds: p.prediction.seconds.parse().unwrap_or_default(),
+        seconds: Decimal::from_f64_retain(r.elapsed.as_secs_f64())
+            .unwrap_or_default()
+            .round_dp(3),
+        predicted: [
+            ("egress".into(), pick("egress")),
+            ("source_requests".into(), pick("source_requests")),
+            ("destination_requests".into(), pick("destination_requests")),
+        ],
+        actual: [
+            ("egress".into(), egress),
+            ("source_requests".into(), sreq),
+            ("destination_requests".into(), dreq),
+        ],
+        corpus_bytes: p.corpus.bytes,
+        run_bytes: r.read_bytes,
+        catalog_changed: catalog.digest_of(ids) != p.catalog.digest,
+    })
+}
+
+impl VsPlan {
+    fn json(&self) -> serde_json::Value {
+        let mut predicted = serde_json::Map::new();
+        let mut actual = serde_json::Map::new();
+        for ((k, v), (_, a)) in self.predicted.iter().zip(&self.actual) {
+            predicted.insert(k.clone(), crate::money::Usd(*v).to_json());
+            actual.insert(k.clone(), a.to_json());
+        }
+        serde_json::json!({
+            "predicted_seconds": self.predicted_seconds.to_string().parse::<f64>().unwrap_or(0.0),
+            "seconds": self.seconds.to_string().parse::<f64>().unwrap_or(0.0),
+            "predicted_cost": predicted,
+            "actual_cost": actual,
+            "corpus_bytes": self.corpus_bytes,
+            "bytes_read": self.run_bytes,
+            "catalog_changed": self.catalog_changed,
+        })
+    }
+
+    fn text(&self) -> String {
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Dynamic);
+        t.set_header(vec!["", "plan (whole corpus)", "this run"]);
+        t.add_row(vec![
+            "time".to_string(),
+            fmt_duration(self.predicted_seconds),
+            fmt_duration(self.seconds),
+        ]);
+        t.add_row(vec![
+            "bytes".to_string(),
+            fmt_bytes(self.corpus_bytes),
+            fmt_bytes(self.run_bytes),
+        ]);
+        for ((k, v), (_, a)) in self.predicted.iter().zip(&self.actual) {
+            t.add_row(vec![
+                k.replace('_', " "),
+                crate::money::Usd(*v).to_string(),
+                a.to_string(),
+            ]);
+        }
+        let mut out = format!("\nAgainst the plan (this run priced with the same catalog):\n{t}\n");
+        if self.catalog_changed {
+            out.push_str("! the price catalog changed since the plan was made; this run is priced with today's catalog\n");
+        }
+        out
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// A plan file, or a journal file (`.sqlite`).
+    pub target: Option<PathBuf>,
+    /// Source and destination of a `copy` run (instead of a plan).
+    #[arg(long, requires = "dst")]
+    pub src: Option<String>,
+    #[arg(long, requires = "src")]
+    pub dst: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `moverctl status PLAN|JOURNAL` (or `--src/--dst`): progress from the journal, no store access.
+pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError> {
+    use crate::store::location::Location;
+    let shown = |l: &str| Location::parse(l, remotes).map(|l| l.shown());
+    let (path, corpus) = match (&args.target, &args.src, &args.dst) {
+        (Some(t), _, _) if t.extension().is_some_and(|e| e == "sqlite") => (t.clone(), None),
+        (Some(t), _, _) => {
+            let p = PlanFile::load(t)?;
+            let (Some(s), Some(d)) = (
+                args.src.clone().or(p.source.location.clone()),
+                args.dst.clone().or(p.destination.location.clone()),
+            ) else {
+                return Err(usage(format!(
+                    "{} has no locations: pass --src and --dst",
+                    t.display()
+                )));
+            };
+            let path = journal::default_path(&journal::state_dir(), &shown(&s)?, &shown(&d)?);
+            (path, Some((p.corpus.bytes, p.corpus.objects)))
+        }
+        (None, Some(s), Some(d)) => (
+            journal::default_path(&journal::state_dir(), &shown(s)?, &shown(d)?),
+            None,
+        ),
+        _ => {
+            return Err(usage(
+                "give a plan file, a journal file, or --src and --dst",
+            ));
+        }
+    };
+    if !path.exists() {
+        return Err(CliError::Failure(format!(
+            "no journal at {}: this move has not started (or ran with another --journal)",
+            path.display()
+        )));
+    }
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| CliError::Failure(format!("journal {}: {e}", path.display())))?;
+    let meta = |k: &str| -> String {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
+            .unwrap_or_default()
+    };
+    let (src, dst) = (meta("source"), meta("destination"));
+    let j = Journal::open(&path, &src, &dst).map_err(|e| CliError::Failure(e.to_string()))?;
+    let s = j.summary().map_err(|e| CliError::Failure(e.to_string()))?;
+    let open = j
+        .open_uploads()
+        .map_err(|e| CliError::Failure(e.to_string()))?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "journal": path.display().to_string(), "source": src, "destination": dst,
+                "verified": {"objects": s.verified, "bytes": s.verified_bytes},
+                "failed": s.failed, "in_progress": s.copying, "open_multipart_uploads": open.len(),
+                "corpus": corpus.map(|(b, o)| serde_json::json!({"bytes": b, "objects": o})),
+            })
+        );
+        return Ok(Exit::Success);
+    }
+    println!("{src} -> {dst}");
+    let pct = corpus
+        .filter(|(b, _)| *b > 0)
+        .map(|(b, _)| {
+            format!(
+                " ({:.1} % of the planned {})",
+                s.verified_bytes as f64 * 100.0 / b as f64,
+                fmt_bytes(b)
+            )
+        })
+        .unwrap_or_default();
+    println!(
+        "verified     {} objects, {}{pct}",
+        s.verified,
+        fmt_bytes(s.verified_bytes)
+    );
+    println!(
+        "failed       {} objects (copied again on the next run)",
+        s.failed
+    );
+    println!(
+        "in progress  {} objects, {} multipart uploads open for resume",
+        s.copying,
+        open.len()
+    );
+    println!("journal      {}", path.display());
+    Ok(Exit::Success)
 }

@@ -50,6 +50,8 @@ pub enum Command {
     Copy(Box<copy_cmd::CopyArgs>),
     /// Run a plan file written by `plan --save`.
     Exec(Box<copy_cmd::ExecArgs>),
+    /// Progress of a plan or copy from its journal (no store is contacted).
+    Status(copy_cmd::StatusArgs),
 }
 
 #[derive(Debug, Args)]
@@ -87,6 +89,8 @@ pub enum CliError {
     #[error(transparent)]
     List(#[from] crate::store::list::ListError),
     #[error(transparent)]
+    Location(#[from] crate::store::location::LocationError),
+    #[error(transparent)]
     Probe(#[from] crate::probe::ProbeError),
     #[error("{0}")]
     Usage(String),
@@ -102,7 +106,7 @@ impl CliError {
             CliError::Catalog(_) | CliError::Corpus(_) | CliError::Usage(_) => Exit::BadInput,
             CliError::Plan(PlanError::Io { .. }) => Exit::Failure,
             CliError::Plan(_) => Exit::BadInput,
-            CliError::Config(_) => Exit::BadInput,
+            CliError::Config(_) | CliError::Location(_) => Exit::BadInput,
             CliError::Open(crate::store::OpenError::Credentials(_)) => Exit::Credentials,
             CliError::Open(crate::store::OpenError::Location(_)) => Exit::BadInput,
             CliError::Open(_) => Exit::Failure,
@@ -167,6 +171,10 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Exec(args) => {
             let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
             copy_cmd::run_exec(&catalog, &remotes, *args)
+        }
+        Command::Status(args) => {
+            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            copy_cmd::run_status(&remotes, args)
         }
     }
 }

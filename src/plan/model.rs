@@ -196,21 +196,14 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
 
     // Egress out of the source.
     let same_provider = src.provider_id() == dst.provider_id();
-    let src_gb = gb(total_bytes, src.bytes_per_gb());
-    let egress_before_waiver = if same_provider && src.region.id == dst.region.id {
-        Usd(src_gb * src.provider.file.transfer.same_region_per_gb.0)
-    } else if same_provider {
-        Usd(src_gb * src.inter_region_per_gb())
-    } else {
-        let (cost, over) = internet_egress(src.egress(), src_gb, src_gb, months_moving);
-        if over && src.egress().over_multiple == Some(OverMultiple::PolicyRisk) {
-            warnings.push(format!(
-                "{}: this egress is above its free multiple of stored data; the provider may limit or suspend the account",
-                src.provider_id()
-            ));
-        }
-        cost
-    };
+    let (egress_before_waiver, over) =
+        move_egress(src, dst, total_bytes, total_bytes, months_moving);
+    if over && src.egress().over_multiple == Some(OverMultiple::PolicyRisk) {
+        warnings.push(format!(
+            "{}: this egress is above its free multiple of stored data; the provider may limit or suspend the account",
+            src.provider_id()
+        ));
+    }
     let mut egress = egress_before_waiver;
     if a.exit_waiver && !same_provider {
         match &src.provider.file.exit_waiver {
@@ -356,6 +349,43 @@ fn waiver_conditions(w: &crate::catalog::ExitWaiver) -> String {
     }
     c.extend(w.conditions.iter().cloned());
     c.join("; ")
+}
+
+/// Egress for moving `bytes` out of `src` towards `dst` over `months`, with `stored` bytes kept
+/// at the source: same region, between regions of one provider, or over the internet. The second
+/// value says whether a zero-egress multiple was exceeded.
+pub fn move_egress(src: &Place, dst: &Place, bytes: u64, stored: u64, months: u32) -> (Usd, bool) {
+    let src_gb = gb(bytes, src.bytes_per_gb());
+    if src.provider_id() == dst.provider_id() {
+        let rate = if src.region.id == dst.region.id {
+            src.provider.file.transfer.same_region_per_gb.0
+        } else {
+            src.inter_region_per_gb()
+        };
+        return (Usd(src_gb * rate), false);
+    }
+    internet_egress(src.egress(), src_gb, gb(stored, src.bytes_per_gb()), months)
+}
+
+/// What a run's counted requests and bytes cost, priced with the same catalog a plan used.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ledger {
+    pub source_list: u64,
+    pub source_get: u64,
+    pub destination_list: u64,
+    pub destination_put: u64,
+    pub destination_head: u64,
+    pub bytes_moved: u64,
+}
+
+pub fn price_ledger(src: &Place, dst: &Place, l: &Ledger, stored: u64) -> (Usd, Usd, Usd) {
+    let (egress, _) = move_egress(src, dst, l.bytes_moved, stored.max(l.bytes_moved), 1);
+    let src_req = request_cost(&src.class.list, l.source_list, 1)
+        + request_cost(&src.class.get, l.source_get, 1);
+    let dst_req = request_cost(&dst.class.list, l.destination_list, 1)
+        + request_cost(&dst.class.put, l.destination_put, 1)
+        + request_cost(&dst.class.get, l.destination_head, 1);
+    (egress, src_req, dst_req)
 }
 
 /// Bytes as the provider's billed GB, exact.

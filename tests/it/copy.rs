@@ -340,3 +340,117 @@ async fn include_and_exclude_filter_keys() {
     assert_eq!(d, vec!["exactly-one-part", "three-parts-and-a-bit"]);
     assert_eq!(r.filtered, corpus().len() as u64 - 2);
 }
+
+#[test]
+fn exec_runs_a_saved_plan_and_reports_against_it() {
+    let (src_dir, src) = local();
+    let (dst_dir, dst) = local();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(seed(&src, 1));
+    let total: u64 = corpus().iter().map(|(_, s)| s).sum();
+    let plans = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let o = super::moverctl()
+        .args([
+            "plan",
+            "--from",
+            "onprem",
+            "--to",
+            "onprem",
+            "--bytes",
+            &total.to_string(),
+        ])
+        .args([
+            "--objects",
+            &corpus().len().to_string(),
+            "--save",
+            "local-move",
+            "--plans-dir",
+        ])
+        .arg(plans.path())
+        .arg("--src")
+        .arg(src_dir.path())
+        .arg("--dst")
+        .arg(dst_dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plan = plans.path().join("local-move.toml");
+    let o = super::moverctl()
+        .args(["exec", "--json"])
+        .arg(&plan)
+        .env("MOVERCTL_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let last = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let v: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(v["copied"]["objects"], corpus().len());
+    assert!(v["plan"]["predicted_seconds"].as_f64().unwrap() > 0.0);
+    assert!(v["plan"]["actual_cost"]["egress"].is_number());
+    rt.block_on(assert_same(&src, &dst));
+    // The same plan again: everything verified earlier, nothing copied.
+    let o = super::moverctl()
+        .arg("exec")
+        .arg(&plan)
+        .env("MOVERCTL_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("verified earlier"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // status reads the journal the plan's runs wrote.
+    let o = super::moverctl()
+        .args(["status", "--json"])
+        .arg(&plan)
+        .env("MOVERCTL_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["verified"]["objects"], corpus().len());
+    assert_eq!(v["verified"]["bytes"], total);
+    let _ = dst;
+}
+
+#[test]
+fn exec_without_locations_says_what_to_pass() {
+    let plans = tempfile::tempdir().unwrap();
+    let o = super::moverctl()
+        .args([
+            "plan",
+            "--from",
+            "aws",
+            "--to",
+            "wasabi",
+            "--bytes",
+            "1TB",
+            "--objects",
+            "10",
+            "--save",
+            "p",
+            "--plans-dir",
+        ])
+        .arg(plans.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let o = super::moverctl()
+        .arg("exec")
+        .arg(plans.path().join("p.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--src"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
