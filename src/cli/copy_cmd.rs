@@ -369,6 +369,7 @@ fn summary_json(r: &Report, plan: Option<&PlanFile>) -> String {
         "requests": {"list_source": r.requests_list_src, "list_destination": r.requests_list_dst,
                      "get": r.requests_get, "put": r.requests_put, "head": r.requests_head},
         "resumed_parts": r.resumed_parts,
+        "aborted_uploads": r.aborted_uploads,
         "retries": r.retries,
         "throttle_events": r.throttle_events,
         "seconds": r.elapsed.as_secs_f64(),

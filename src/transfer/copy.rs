@@ -400,22 +400,32 @@ async fn copy_multipart(
     // Resume an upload the journal knows, if it is for this exact source version and part size.
     let mut done: Vec<Option<PartRecord>> = vec![None; parts as usize];
     let mut upload_id = None;
+    let mut stale: Option<String> = None;
     if let Some(j) = &ctx.journal {
         let j = j.lock().expect("journal lock");
         if let Some(r) = j.get(&src.key)?
             && r.state == State::Copying
-            && r.size == src.size
-            && r.src_etag == src.e_tag
-            && r.part_size == Some(part_size)
             && let Some(id) = r.upload_id
         {
-            for p in j.parts(&src.key)? {
-                if let Some(slot) = done.get_mut(p.idx as usize) {
-                    ctx.counters.resumed_parts.fetch_add(1, Relaxed);
-                    *slot = Some(p);
+            if r.size == src.size && r.src_etag == src.e_tag && r.part_size == Some(part_size) {
+                for p in j.parts(&src.key)? {
+                    if let Some(slot) = done.get_mut(p.idx as usize) {
+                        ctx.counters.resumed_parts.fetch_add(1, Relaxed);
+                        *slot = Some(p);
+                    }
                 }
+                upload_id = Some(id);
+            } else {
+                // Started for another version of the source (or another part size): never stitch.
+                stale = Some(id);
             }
-            upload_id = Some(id);
+        }
+    }
+    if let Some(old) = stale {
+        let _ = mp.abort_multipart(&path, &old).await;
+        ctx.counters.aborted_uploads.fetch_add(1, Relaxed);
+        if let Some(j) = &ctx.journal {
+            j.lock().expect("journal lock").forget(&src.key)?;
         }
     }
     let id = match upload_id {
@@ -514,6 +524,7 @@ async fn copy_multipart(
                 if matches!(e, CopyError::SourceChanged) {
                     // Parts of an old version are useless: abandon the upload.
                     let _ = mp.abort_multipart(&path, &id).await;
+                    ctx.counters.aborted_uploads.fetch_add(1, Relaxed);
                     if let Some(j) = &ctx.journal {
                         let _ = j.lock().expect("journal lock").forget(&src.key);
                     }

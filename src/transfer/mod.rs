@@ -54,6 +54,7 @@ pub struct Counters {
     pub read_bytes: AtomicU64,
     pub written_bytes: AtomicU64,
     pub resumed_parts: AtomicU64,
+    pub aborted_uploads: AtomicU64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +85,8 @@ pub struct Report {
     pub read_bytes: u64,
     pub written_bytes: u64,
     pub resumed_parts: u64,
+    /// Multipart uploads abandoned and aborted (their source changed).
+    pub aborted_uploads: u64,
     pub retries: u64,
     pub throttle_events: u64,
     pub elapsed: Duration,
@@ -431,6 +434,7 @@ impl Run {
         report.read_bytes = counters.read_bytes.load(Relaxed);
         report.written_bytes = counters.written_bytes.load(Relaxed);
         report.resumed_parts = counters.resumed_parts.load(Relaxed);
+        report.aborted_uploads = counters.aborted_uploads.load(Relaxed);
         report.throttle_events = limits.throttle_events();
         report.elapsed = started.elapsed();
         Ok(report)

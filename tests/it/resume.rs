@@ -178,3 +178,88 @@ fn kill_nine_then_finish() {
     );
     rt.block_on(assert_same(&src_store, &dst_store));
 }
+
+#[test]
+fn a_source_changed_since_the_upload_started_is_restarted_not_stitched() {
+    let Some(s) = servers() else { return };
+    let src_dir = tempfile::tempdir().unwrap();
+    let file = src_dir.path().join("model.safetensors");
+    let v1: Vec<u8> = (0..40u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&file, &v1).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let journal = work.path().join("journal.sqlite");
+    let dst = format!("garage:{}/{}", s.bucket_a, unique("changed"));
+    let cmd = || {
+        let mut c = moverctl();
+        c.args(["--config"])
+            .arg(&conf)
+            .arg("copy")
+            .arg(src_dir.path())
+            .arg(&dst);
+        c.args(["--journal"]).arg(&journal);
+        c.args([
+            "--part-size",
+            "5MiB",
+            "--multipart-threshold",
+            "5MiB",
+            "--part-concurrency",
+            "1",
+        ]);
+        c
+    };
+    let mut child = cmd()
+        .args(["--bwlimit", "8MiB/s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until some parts are journaled, then kill.
+    let src_store = Store::open(src_dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    let dst_store = Store::open(&dst, &remotes(&s)).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        if journal.exists()
+            && let Ok(j) = Journal::open(&journal, &src_store.shown(), &dst_store.shown())
+            && j.parts("model.safetensors").map(|p| p.len()).unwrap_or(0) >= 2
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no parts journaled in time"
+        );
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Same size, other bytes: the old parts must not be reused.
+    let v2: Vec<u8> = v1.iter().map(|b| b.wrapping_add(1)).collect();
+    std::fs::write(&file, &v2).unwrap();
+    let out = cmd().arg("--json").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(summary["resumed_parts"], 0, "{summary}");
+    assert_eq!(summary["aborted_uploads"], 1, "{summary}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let got = rt.block_on(async {
+        dst_store
+            .inner
+            .get(&dst_store.path_of("model.safetensors").unwrap())
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()
+    });
+    assert!(
+        got == v2,
+        "the destination must hold the new version, whole"
+    );
+}
