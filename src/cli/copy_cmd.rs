@@ -203,6 +203,7 @@ fn resolve(
             dry_run: e.dry_run,
             include: globs("--include", &e.include)?,
             exclude: globs("--exclude", &e.exclude)?,
+            counters: Some(Arc::new(crate::transfer::Counters::default())),
         },
         limits,
         journal_path,
@@ -278,7 +279,11 @@ fn drive(
                 }
             }
         });
-        let progress = Progress::new(json, plan.map(|p| p.corpus.bytes));
+        let progress = Progress::new(
+            json,
+            plan.map(|p| p.corpus.bytes),
+            r.opts.counters.clone().unwrap_or_default(),
+        );
         let run = Run {
             src,
             dst,
@@ -370,6 +375,7 @@ fn summary_json(r: &Report, plan: Option<&PlanFile>) -> String {
                      "get": r.requests_get, "put": r.requests_put, "head": r.requests_head},
         "resumed_parts": r.resumed_parts,
         "aborted_uploads": r.aborted_uploads,
+        "open_uploads": r.open_uploads,
         "retries": r.retries,
         "throttle_events": r.throttle_events,
         "seconds": r.elapsed.as_secs_f64(),
@@ -491,56 +497,155 @@ fn summary_text(
     for f in r.refused.iter().take(20) {
         out.push_str(&format!("refused: {:?}: {}\n", f.key, f.error));
     }
+    if r.open_uploads > 0 {
+        out.push_str(&format!(
+            "{} multipart uploads are left open for the next run to resume (they expire by the store's lifecycle rules if abandoned)\n",
+            r.open_uploads
+        ));
+    }
+    if r.aborted_uploads > 0 {
+        out.push_str(&format!(
+            "{} multipart uploads of changed sources were aborted\n",
+            r.aborted_uploads
+        ));
+    }
+    if r.interrupted {
+        out.push_str("interrupted: run the same command again to resume\n");
+    }
     if !r.dry_run {
         out.push_str(&format!("journal: {}\n", res.journal_path.display()));
     }
     out
 }
 
-/// A progress bar on stderr when it is a terminal (and not --json); nothing otherwise.
+/// Progress on stderr when it is a terminal (and not --json): one bar for the run (bytes read
+/// plus bytes skipped, against the plan's corpus when there is one) and a bar for each of the
+/// first few large objects in flight; nothing otherwise.
 struct Progress {
-    bar: Option<indicatif::ProgressBar>,
-    objects: AtomicU64,
+    multi: Option<indicatif::MultiProgress>,
+    main: Option<indicatif::ProgressBar>,
+    objects: Arc<AtomicU64>,
+    skipped_bytes: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    ticker: Option<std::thread::JoinHandle<()>>,
 }
 
+const OBJECT_BARS: usize = 4;
+
 impl Progress {
-    fn new(json: bool, total: Option<u64>) -> Progress {
-        let bar = (!json && std::io::stderr().is_terminal()).then(|| {
-            let b = match total {
-                Some(t) => indicatif::ProgressBar::new(t),
-                None => indicatif::ProgressBar::no_length(),
+    fn new(json: bool, total: Option<u64>, counters: Arc<crate::transfer::Counters>) -> Progress {
+        let objects = Arc::new(AtomicU64::new(0));
+        let skipped_bytes = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        if json || !std::io::stderr().is_terminal() {
+            return Progress {
+                multi: None,
+                main: None,
+                objects,
+                skipped_bytes,
+                stop,
+                ticker: None,
             };
-            let style = indicatif::ProgressStyle::with_template(
-                "{bytes:>10} {bar:30} {bytes_per_sec:>12}  eta {eta}  {msg}",
-            )
-            .expect("a valid template");
-            b.set_style(style);
-            b.enable_steady_tick(std::time::Duration::from_millis(200));
-            b
+        }
+        let multi = indicatif::MultiProgress::new();
+        let main = multi.add(match total {
+            Some(t) => indicatif::ProgressBar::new(t),
+            None => indicatif::ProgressBar::no_length(),
+        });
+        let template = if total.is_some() {
+            "{bytes:>10} / {total_bytes:<10} {bar:30} {bytes_per_sec:>12}  eta {eta}  {msg}"
+        } else {
+            "{bytes:>10} {bytes_per_sec:>12}  {elapsed}  {msg}"
+        };
+        main.set_style(
+            indicatif::ProgressStyle::with_template(template).expect("a valid template"),
+        );
+        let object_style = indicatif::ProgressStyle::with_template(
+            "  {bar:30} {bytes:>10} / {total_bytes:<10} {msg}",
+        )
+        .expect("a valid template");
+        let (m2, main2, obj2, sk2, stop2) = (
+            multi.clone(),
+            main.clone(),
+            objects.clone(),
+            skipped_bytes.clone(),
+            stop.clone(),
+        );
+        let ticker = std::thread::spawn(move || {
+            let mut bars: Vec<(String, indicatif::ProgressBar)> = Vec::new();
+            while !stop2.load(Relaxed) {
+                main2.set_position(counters.read_bytes.load(Relaxed) + sk2.load(Relaxed));
+                main2.set_message(format!("{} objects done", obj2.load(Relaxed)));
+                let now: Vec<(String, (u64, u64))> = counters
+                    .in_flight
+                    .lock()
+                    .map(|m| {
+                        m.iter()
+                            .take(OBJECT_BARS)
+                            .map(|(k, v)| (k.clone(), *v))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                bars.retain(|(k, b)| {
+                    let keep = now.iter().any(|(n, _)| n == k);
+                    if !keep {
+                        b.finish_and_clear();
+                        m2.remove(b);
+                    }
+                    keep
+                });
+                for (k, (done, size)) in now {
+                    match bars.iter().find(|(n, _)| *n == k) {
+                        Some((_, b)) => b.set_position(done),
+                        None => {
+                            let b = m2.add(indicatif::ProgressBar::new(size));
+                            b.set_style(object_style.clone());
+                            b.set_message(k.clone());
+                            b.set_position(done);
+                            bars.push((k, b));
+                        }
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            for (_, b) in bars {
+                b.finish_and_clear();
+            }
         });
         Progress {
-            bar,
-            objects: AtomicU64::new(0),
+            multi: Some(multi),
+            main: Some(main),
+            objects,
+            skipped_bytes,
+            stop,
+            ticker: Some(ticker),
         }
     }
 
     fn event(&self, ev: &Event) {
-        let Some(b) = &self.bar else { return };
         match ev {
-            Event::Copied { bytes, .. }
-            | Event::Skipped { bytes, .. }
-            | Event::WouldCopy { bytes, .. } => {
-                b.inc(*bytes);
-                let n = self.objects.fetch_add(1, Relaxed) + 1;
-                b.set_message(format!("{n} objects"));
+            Event::Copied { .. } | Event::WouldCopy { .. } => {
+                self.objects.fetch_add(1, Relaxed);
             }
-            Event::Failed { key, .. } => b.println(format!("failed: {key}")),
+            Event::Skipped { bytes, .. } => {
+                self.objects.fetch_add(1, Relaxed);
+                self.skipped_bytes.fetch_add(*bytes, Relaxed);
+            }
+            Event::Failed { key, error } => {
+                if let Some(m) = &self.multi {
+                    let _ = m.println(format!("failed: {key}: {error}"));
+                }
+            }
             Event::Refused { .. } => {}
         }
     }
 
-    fn finish(&self) {
-        if let Some(b) = &self.bar {
+    fn finish(mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+        if let Some(b) = &self.main {
             b.finish_and_clear();
         }
     }

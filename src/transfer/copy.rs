@@ -468,6 +468,13 @@ async fn copy_multipart(
         }
     };
 
+    let done_bytes: u64 = done.iter().flatten().map(|p| p.size).sum();
+    ctx.counters
+        .in_flight
+        .lock()
+        .expect("progress lock")
+        .insert(src.key.clone(), (done_bytes, src.size));
+    let _in_flight = InFlightGuard(ctx.counters.clone(), src.key.clone());
     // Parts are fetched, hashed and uploaded concurrently, and consumed in order so that a
     // whole-object MD5 can be checked against the source when it offers one.
     let need_whole_md5 = src_md5.is_some() && done.iter().all(Option::is_none);
@@ -499,6 +506,15 @@ async fn copy_multipart(
                 .await
                 .map_err(store_err("uploading a part"))?;
             ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
+            if let Some(e) = ctx
+                .counters
+                .in_flight
+                .lock()
+                .expect("progress lock")
+                .get_mut(&src.key)
+            {
+                e.0 += d.bytes;
+            }
             let rec = PartRecord {
                 idx: idx as u32,
                 content_id: part_id.content_id,
@@ -656,4 +672,15 @@ async fn copy_multipart_streaming(
         upload_id: None,
         part_size: Some(ranges[0].end - ranges[0].start),
     })
+}
+
+/// Removes a large object from the in-flight progress map however its copy ends.
+struct InFlightGuard(Arc<super::Counters>, String);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.0.in_flight.lock() {
+            m.remove(&self.1);
+        }
+    }
 }

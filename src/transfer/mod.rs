@@ -43,6 +43,8 @@ pub struct CopyOptions {
     pub dry_run: bool,
     pub include: Option<globset::GlobSet>,
     pub exclude: Option<globset::GlobSet>,
+    /// Counters to fill (a progress display reads them while the run goes); None: the run's own.
+    pub counters: Option<Arc<Counters>>,
 }
 
 /// Requests and bytes, counted as they happen.
@@ -55,6 +57,8 @@ pub struct Counters {
     pub written_bytes: AtomicU64,
     pub resumed_parts: AtomicU64,
     pub aborted_uploads: AtomicU64,
+    /// Large objects in flight: key → (bytes done, size), for per-object progress bars.
+    pub in_flight: Mutex<BTreeMap<String, (u64, u64)>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +91,8 @@ pub struct Report {
     pub resumed_parts: u64,
     /// Multipart uploads abandoned and aborted (their source changed).
     pub aborted_uploads: u64,
+    /// Multipart uploads still open at the end (failed or interrupted), kept for resume.
+    pub open_uploads: u64,
     pub retries: u64,
     pub throttle_events: u64,
     pub elapsed: Duration,
@@ -202,7 +208,7 @@ impl Run {
             stop,
         } = self;
         let journal = journal.map(|j| Arc::new(Mutex::new(j)));
-        let counters = Arc::new(Counters::default());
+        let counters = opts.counters.clone().unwrap_or_default();
         let list_src = Arc::new(AtomicU64::new(0));
         let list_dst = Arc::new(AtomicU64::new(0));
         let src_list = crate::store::list::list_counted(&src, None, list_src.clone());
@@ -426,6 +432,9 @@ impl Run {
             );
         }
         flush(&mut pending)?;
+        if let Some(j) = &journal {
+            report.open_uploads = j.lock().expect("journal lock").open_uploads()?.len() as u64;
+        }
         report.requests_get = counters.get.load(Relaxed);
         report.requests_put = counters.put.load(Relaxed);
         report.requests_head = counters.head.load(Relaxed);

@@ -55,6 +55,7 @@ pub fn options() -> CopyOptions {
         dry_run: false,
         include: None,
         exclude: None,
+        counters: None,
     }
 }
 
