@@ -455,3 +455,57 @@ fn exec_without_locations_says_what_to_pass() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A 2 GiB object (32 parts of 64 MiB) from a local file to S3, verified by its multipart ETag.
+#[tokio::test]
+async fn two_gib_object_local_to_s3() {
+    let Some(s) = servers() else { return };
+    let (dir, src) = local();
+    let size: u64 = 2 << 30;
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(
+            std::fs::File::create(dir.path().join("shard-00000.tar")).unwrap(),
+        );
+        let block: Vec<u8> = (0..(1u32 << 20))
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        for i in 0..(size >> 20) {
+            let mut b = block.clone();
+            b[0] = i as u8;
+            f.write_all(&b).unwrap();
+        }
+    }
+    let dst = at(&s, "garage", &s.bucket_a);
+    let jdir = tempfile::tempdir().unwrap();
+    let mut o = options();
+    o.part_rule = PartRule::default();
+    let j = moverctl::journal::Journal::open(&jdir.path().join("j"), &src.shown(), &dst.shown())
+        .unwrap();
+    let r = Run {
+        src: src.clone(),
+        dst: dst.clone(),
+        opts: o,
+        limits: Limits::unlimited().with_concurrency(4),
+        journal: Some(j),
+        stop: Arc::new(AtomicBool::new(false)),
+    }
+    .run(|_| {})
+    .await
+    .unwrap();
+    assert!(r.failed.is_empty(), "{:?}", r.failed);
+    assert_eq!(r.copied_bytes, size);
+    assert_eq!(
+        r.verified_by.get("source-size+dest-multipart-etag"),
+        Some(&1),
+        "{:?}",
+        r.verified_by
+    );
+    let head = dst
+        .inner
+        .head(&dst.path_of("shard-00000.tar").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(head.size, size);
+    assert!(head.e_tag.unwrap().ends_with("-32\""));
+}

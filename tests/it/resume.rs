@@ -263,3 +263,62 @@ fn a_source_changed_since_the_upload_started_is_restarted_not_stitched() {
         "the destination must hold the new version, whole"
     );
 }
+
+/// Ctrl-C (SIGINT) stops starting new objects, lets the ones in flight finish and journal, exits
+/// 130, and the next run resumes.
+#[test]
+fn sigint_drains_and_exits_130() {
+    let src = tempfile::tempdir().unwrap();
+    for i in 0..200 {
+        std::fs::write(src.path().join(format!("f{i:03}")), vec![i as u8; 200_000]).unwrap();
+    }
+    let dst = tempfile::tempdir().unwrap();
+    let journal = dst.path().join("j.sqlite");
+    let out_dir = dst.path().join("out");
+    let cmd = || {
+        let mut c = moverctl();
+        c.arg("copy")
+            .arg(src.path())
+            .arg(&out_dir)
+            .arg("--journal")
+            .arg(&journal);
+        c.args(["--bwlimit", "4MiB/s", "--transfers", "2"]);
+        c
+    };
+    let child = cmd()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let st = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    let j = Journal::open(
+        &journal,
+        &src.path().display().to_string(),
+        &out_dir.display().to_string(),
+    )
+    .unwrap();
+    let done = j.summary().unwrap().verified;
+    assert!(
+        done > 0 && done < 200,
+        "{done} verified before the interrupt"
+    );
+    let out = cmd().arg("--json").output().unwrap();
+    assert!(out.status.success());
+    let summary: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(summary["skipped"]["objects"], done);
+    assert_eq!(summary["copied"]["objects"].as_u64().unwrap() + done, 200);
+}
