@@ -9,6 +9,12 @@ started=0
 if [ ! -f "$env_file" ]; then
   started=1
 fi
+# moto (PyPI) is the probe's example of an S3 server that checks no digests.
+tools="${MOVERCTL_TOOLS:-$HOME/.cache/moverctl/tools}"
+if [ ! -x "$tools/moto/bin/moto_server" ]; then
+  python3 -m venv "$tools/moto"
+  "$tools/moto/bin/pip" install --quiet 'moto[server]'
+fi
 scripts/servers.sh start
 if [ "$started" = 1 ]; then
   trap 'scripts/servers.sh stop >/dev/null 2>&1 || true' EXIT

@@ -369,17 +369,19 @@ pub fn default_path(state_dir: &Path, source: &str, destination: &str) -> PathBu
     state_dir.join("journals").join(format!("{id}.sqlite"))
 }
 
-/// `$MOVERCTL_STATE_DIR`, else `$XDG_STATE_HOME/moverctl`, else `~/.local/state/moverctl`.
+/// The state folder (journals, probe results): `$MOVERCTL_STATE_DIR`, else
+/// `$XDG_STATE_HOME/moverctl`, else `~/.local/state/moverctl`; None when none of them is set.
+pub fn state_dir_if_known() -> Option<PathBuf> {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    env("MOVERCTL_STATE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| env("XDG_STATE_HOME").map(|d| PathBuf::from(d).join("moverctl")))
+        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/state/moverctl")))
+}
+
+/// As [`state_dir_if_known`], falling back to `.moverctl-state` in the current folder.
 pub fn state_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("MOVERCTL_STATE_DIR") {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = std::env::var_os("XDG_STATE_HOME") {
-        return PathBuf::from(d).join("moverctl");
-    }
-    std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".local/state/moverctl"))
-        .unwrap_or_else(|| PathBuf::from(".moverctl-state"))
+    state_dir_if_known().unwrap_or_else(|| PathBuf::from(".moverctl-state"))
 }
 
 #[cfg(test)]

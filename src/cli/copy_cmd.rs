@@ -497,6 +497,18 @@ fn summary_text(
     for f in r.refused.iter().take(20) {
         out.push_str(&format!("refused: {:?}: {}\n", f.key, f.error));
     }
+    let size_only: u64 = r
+        .verified_by
+        .iter()
+        .filter(|(k, _)| k.ends_with("+dest-size"))
+        .map(|(_, v)| v)
+        .sum();
+    if size_only > 0 {
+        out.push_str(&format!(
+            "! {size_only} objects were checked at the destination by size only (its ETags are not content hashes); \
+             --verify readback reads them back\n"
+        ));
+    }
     if r.open_uploads > 0 {
         out.push_str(&format!(
             "{} multipart uploads are left open for the next run to resume (they expire by the store's lifecycle rules if abandoned)\n",

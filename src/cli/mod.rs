@@ -117,6 +117,7 @@ impl CliError {
             }
             CliError::List(_) => Exit::Failure,
             CliError::Probe(e) if e.is_auth() => Exit::Credentials,
+            CliError::Probe(crate::probe::ProbeError::Interrupted { .. }) => Exit::Interrupted,
             CliError::Probe(_) => Exit::Failure,
             CliError::Failure(_) => Exit::Failure,
         }

@@ -92,19 +92,24 @@ pub(crate) fn short(e: &dyn std::fmt::Display) -> String {
     };
     if let Some(code) = tag("Code") {
         return match tag("Message") {
-            Some(m) => truncate(&format!("{code}: {m}"), 110),
+            Some(m) => truncate(&format!("{code}: {m}"), 90),
             None => code,
         };
     }
     truncate(&s, 160)
 }
 
+/// At most `n` characters, cut at a word boundary when there is one, with '…' when cut.
 fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(n).collect::<String>())
+        return s.to_string();
     }
+    let head: String = s.chars().take(n).collect();
+    let cut = match head.rfind(' ') {
+        Some(i) if i > n / 2 => &head[..i],
+        _ => head.as_str(),
+    };
+    format!("{}…", cut.trim_end_matches([',', ':', ';']))
 }
 
 fn unquote(e: &str) -> &str {
@@ -655,6 +660,11 @@ mod tests {
             "BadDigest: The Content-MD5 you specified did not match"
         );
         assert_eq!(short(&"x".repeat(200)).chars().count(), 161);
+        let garage = "<Code>InvalidDigest</Code><Message>Invalid digest: Failed to validate checksum for algorithm Sha256: calculated Some(Sha256([108, 1, 2]))</Message>";
+        assert_eq!(
+            short(&garage),
+            "InvalidDigest: Invalid digest: Failed to validate checksum for algorithm Sha256…"
+        );
     }
 
     #[test]

@@ -7,11 +7,7 @@ use super::{ProbeError, ProbeReport, SCHEMA};
 use std::path::{Path, PathBuf};
 
 pub fn state_dir() -> Option<PathBuf> {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    env("MOVERCTL_STATE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| env("XDG_STATE_HOME").map(|d| PathBuf::from(d).join("moverctl")))
-        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/state/moverctl")))
+    crate::journal::state_dir_if_known()
 }
 
 /// A file-name-safe form: ASCII letters, digits, '.', '-' and '_' kept, anything else '_'.

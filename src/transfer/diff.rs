@@ -8,6 +8,7 @@
 //! | no                        | —                                                        | copy (`new`) |
 //! | yes, other size           | —                                                        | copy (`size differs`) |
 //! | yes, same size            | verified, same source size + ETag, same destination ETag | skip (`verified earlier`) |
+//! | yes, same size            | failed, or still copying                                  | copy (`failed earlier`, `unfinished earlier`) |
 //! | yes, same size            | anything else                                            | check: HEAD the destination; skip if its moverctl metadata names the same source ETag and size (`same source version`), else copy (`unproven`) |
 //!
 //! Keys only at the destination are left alone (copy never deletes).
@@ -121,12 +122,20 @@ pub fn decide(
     }
     if let Some(j) = journal
         && let Some(r) = j.get(&src.key)?
-        && r.state == State::Verified
-        && r.size == src.size
-        && norm(&r.src_etag) == norm(&src.e_tag)
-        && norm(&r.dst_etag) == norm(&dst.e_tag)
     {
-        return Ok(Decision::Skip("verified earlier"));
+        match r.state {
+            State::Verified
+                if r.size == src.size
+                    && norm(&r.src_etag) == norm(&src.e_tag)
+                    && norm(&r.dst_etag) == norm(&dst.e_tag) =>
+            {
+                return Ok(Decision::Skip("verified earlier"));
+            }
+            // What an earlier attempt left may be wrong whatever its metadata says.
+            State::Failed => return Ok(Decision::Copy("failed earlier")),
+            State::Copying => return Ok(Decision::Copy("unfinished earlier")),
+            State::Verified => {}
+        }
     }
     Ok(Decision::Check)
 }

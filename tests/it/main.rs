@@ -4,6 +4,7 @@ mod catalog;
 mod cli;
 mod copy;
 mod creds;
+mod faults;
 mod plan_file;
 mod plan_golden;
 mod probe;
@@ -51,9 +52,16 @@ pub fn corpus(bytes: u64, objects: u64) -> Corpus {
     Corpus::from_flags(Some(&bytes.to_string()), Some(&objects.to_string()), None).unwrap()
 }
 
+/// The binary with a clean environment for moverctl's own settings: no provider override and a
+/// private state folder (so a developer's saved probes or journals never leak into a test).
+/// Tests that need another state folder set MOVERCTL_STATE_DIR again, which wins.
 pub fn moverctl() -> std::process::Command {
+    static STATE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let state = STATE.get_or_init(|| tempfile::tempdir().unwrap());
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_moverctl"));
     c.env_remove("MOVERCTL_PROVIDERS");
+    c.env_remove("MOVERCTL_CONFIG");
+    c.env("MOVERCTL_STATE_DIR", state.path());
     c
 }
 

@@ -488,7 +488,7 @@ fn probe_flags_are_checked() {
 #[test]
 fn ctrl_c_stops_the_probe_and_removes_its_objects() {
     let data = tempfile::tempdir().unwrap();
-    let mut child = moverctl()
+    let child = moverctl()
         .env("MOVERCTL_STATE_DIR", data.path().join("state"))
         .args(["probe", data.path().join("d").to_str().unwrap()])
         .args(["--requests", "10000", "--no-save"])
@@ -520,7 +520,7 @@ fn ctrl_c_stops_the_probe_and_removes_its_objects() {
     assert!(st.success());
     let o = child.wait_with_output().unwrap();
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert_eq!(o.status.code(), Some(130), "{out}\n{err}");
     assert!(err.contains("interrupted"), "{err}");
     assert!(err.contains("were removed"), "{err}");
     assert_eq!(

@@ -32,6 +32,24 @@ fn write_corpus(dir: &std::path::Path) -> u64 {
     total
 }
 
+/// Journal records so far: verified objects plus completed parts.
+fn progress(journal: &std::path::Path, src: &Store, dst: &Store) -> usize {
+    if !journal.exists() {
+        return 0;
+    }
+    let Ok(j) = Journal::open(journal, &src.shown(), &dst.shown()) else {
+        return 0;
+    };
+    let verified = j.summary().map(|s| s.verified as usize).unwrap_or(0);
+    let parts: usize = j
+        .open_uploads()
+        .unwrap_or_default()
+        .iter()
+        .map(|(k, _)| j.parts(k).map(|p| p.len()).unwrap_or(0))
+        .sum();
+    verified + parts
+}
+
 #[test]
 fn kill_nine_then_finish() {
     let Some(s) = servers() else { return };
@@ -73,14 +91,26 @@ fn kill_nine_then_finish() {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        // Later each round, so the last kill lands after parts and objects have been journaled.
-        let ms = 1200 + round * 1200 + seed % 900;
         let mut child = args(false)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(ms));
+        // Kill once the journal has moved on by a few records since the last round (robust on a
+        // loaded machine), plus a pseudo-random extra delay so kills land at different moments.
+        let target = progress(&journal, &src_store, &dst_store) + 2 + round as usize;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while progress(&journal, &src_store, &dst_store) < target {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: the run made no progress"
+            );
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(seed % 400));
         // SIGKILL: no cleanup, no journal flush, nothing.
         child.kill().unwrap();
         child.wait().unwrap();
