@@ -100,6 +100,7 @@ fn read_range(
     ctx: &Ctx,
     src: &Entry,
     range: Range<u64>,
+    claim: Option<Claim>,
 ) -> BoxStream<'static, Result<Bytes, CopyError>> {
     let counters = ctx.counters.clone();
     counters.get.fetch_add(1, Relaxed);
@@ -134,15 +135,25 @@ fn read_range(
         if pin {
             o.if_match = etag;
         }
-        store
+        let r = store
             .get_opts(&path, o)
             .await
-            .map_err(store_err("reading the source"))
+            .map_err(store_err("reading the source"))?;
+        if let Some(c) = claim
+            && let Some(v) = r.attributes.get(&Attribute::Metadata(META_CRC64.into()))
+        {
+            *c.lock().expect("claim lock") = Some(v.to_string());
+        }
+        Ok::<_, CopyError>(r)
     })
     .map_ok(|r| r.into_stream().map_err(store_err("reading the source")))
     .try_flatten()
     .boxed()
 }
+
+/// Where a read records the CRC64 a source object claims for itself (the digest moverctl stored
+/// in its metadata when it wrote the object).
+type Claim = Arc<Mutex<Option<String>>>;
 
 /// Local reads in 1 MiB blocks (object_store's local stream reads 8 KiB at a time).
 fn local_range(
@@ -202,9 +213,10 @@ async fn fetch(
     src: &Entry,
     range: Range<u64>,
     md5: bool,
+    claim: Option<Claim>,
 ) -> Result<(Vec<Bytes>, Digests), CopyError> {
     let want = range.end - range.start;
-    let mut s = read_range(ctx, src, range.clone());
+    let mut s = read_range(ctx, src, range.clone(), claim);
     let mut h = Hasher::new(md5);
     let mut chunks = Vec::new();
     while let Some(chunk) = s.next().await {
@@ -274,7 +286,8 @@ pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
 
 async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     let src_md5 = source_md5(ctx, src);
-    let (chunks, d) = fetch(ctx, src, 0..src.size, true).await?;
+    let claim: Claim = Arc::new(Mutex::new(None));
+    let (chunks, d) = fetch(ctx, src, 0..src.size, true, Some(claim.clone())).await?;
     let mut read_side = "source-size";
     if let Some(m) = src_md5 {
         if Some(m) != d.md5 {
@@ -283,6 +296,18 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
             ));
         }
         read_side = "source-md5";
+    }
+    let claimed = claim.lock().expect("claim lock").clone();
+    if let Some(c) = claimed {
+        // The digest moverctl stored when it wrote this object (a copy of a copy).
+        if c != checksum::crc64_hex(d.crc64) {
+            return Err(CopyError::Mismatch(
+                "the source's bytes differ from the CRC64 stored with it".into(),
+            ));
+        }
+        if read_side == "source-size" {
+            read_side = "source-crc64";
+        }
     }
     let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "destination key",
@@ -500,7 +525,7 @@ async fn copy_multipart(
                 .acquire_many(mib)
                 .await
                 .expect("buffer semaphore open");
-            let (chunks, d) = fetch(ctx, src, range.clone(), true).await?;
+            let (chunks, d) = fetch(ctx, src, range.clone(), true, None).await?;
             if let Some(p) = prior
                 && p.size == d.bytes
                 && p.crc64 == checksum::crc64_hex(d.crc64)
@@ -667,7 +692,7 @@ async fn copy_multipart_streaming(
         .map_err(store_err("starting the upload"))?;
     let mut crc: Option<u64> = None;
     for range in &ranges {
-        let res = fetch(ctx, src, range.clone(), false).await;
+        let res = fetch(ctx, src, range.clone(), false, None).await;
         let (chunks, d) = match res {
             Ok(v) => v,
             Err(e) => {
