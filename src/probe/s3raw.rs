@@ -16,15 +16,14 @@
 
 use super::checks::{short, test_bytes};
 use super::{Ctx, Finding, ProbeReport, Status};
+use crate::store::OpenError;
 use crate::store::config::{Remote, Remotes};
 use crate::store::location::Location;
-use crate::store::{OpenError, client_options, creds, retry_config};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use bytes::Bytes;
 use md5::{Digest, Md5};
-use object_store::StaticCredentialProvider;
-use object_store::aws::{AmazonS3, AmazonS3Builder, AwsCredential};
+use object_store::aws::AmazonS3;
 use object_store::path::Path;
 use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, SignedUrlOptions, Signer};
 use std::sync::Arc;
@@ -38,61 +37,7 @@ pub fn open_s3(given: &str, remotes: &Remotes) -> Result<Option<Arc<AmazonS3>>, 
         return Ok(None);
     };
     let remote: Option<&Remote> = remote.as_deref().and_then(|r| remotes.get(r));
-    let shown = loc.shown();
-    let endpoint = remote
-        .and_then(|r| r.endpoint.clone())
-        .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
-        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
-    let resolved = creds::s3(&shown, remote)?;
-    let region = remote
-        .and_then(|r| r.region.clone())
-        .or_else(|| std::env::var("AWS_REGION").ok())
-        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
-        .or(resolved.profile_region.clone())
-        .unwrap_or_else(|| "us-east-1".to_string());
-    let allow_http = remote.and_then(|r| r.allow_http).unwrap_or_else(|| {
-        endpoint
-            .as_deref()
-            .is_some_and(|e| e.starts_with("http://"))
-    });
-    let path_style = remote
-        .and_then(|r| r.path_style)
-        .unwrap_or(endpoint.is_some());
-    let mut b = AmazonS3Builder::new()
-        .with_bucket_name(bucket)
-        .with_region(&region)
-        .with_allow_http(allow_http)
-        .with_virtual_hosted_style_request(!path_style && endpoint.is_none())
-        .with_client_options(client_options(allow_http))
-        .with_retry(retry_config());
-    if let Some(e) = &endpoint {
-        b = b.with_endpoint(e);
-    }
-    b = match resolved.creds {
-        creds::S3Creds::Static(k) => {
-            b.with_credentials(Arc::new(StaticCredentialProvider::new(AwsCredential {
-                key_id: k.key_id,
-                secret_key: k.secret,
-                token: k.token,
-            })))
-        }
-        creds::S3Creds::Delegated(kv) => {
-            let mut b = b;
-            for (k, v) in kv {
-                if let Ok(key) = k.parse() {
-                    b = b.with_config(key, v);
-                }
-            }
-            b
-        }
-        creds::S3Creds::Instance => b,
-        creds::S3Creds::Anonymous => b.with_skip_signature(true),
-    };
-    let s3 = b.build().map_err(|e| OpenError::Build {
-        location: shown,
-        message: e.to_string(),
-    })?;
-    Ok(Some(Arc::new(s3)))
+    Ok(Some(crate::store::build_s3(&loc, bucket, remote)?))
 }
 
 #[derive(Clone, Copy)]

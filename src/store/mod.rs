@@ -110,6 +110,71 @@ fn build_err(loc: &Location, e: object_store::Error) -> OpenError {
     }
 }
 
+/// The S3 store for a location, with the settings and credentials `Store::open` uses (the probe
+/// needs the concrete type to presign raw requests).
+pub fn build_s3(
+    loc: &Location,
+    bucket: &str,
+    remote: Option<&Remote>,
+) -> Result<Arc<object_store::aws::AmazonS3>, OpenError> {
+    let shown = loc.shown();
+    let provider = remote.and_then(|r| r.provider.clone());
+    let endpoint = remote
+        .and_then(|r| r.endpoint.clone())
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+    let resolved = creds::s3(&shown, remote)?;
+    let region = remote
+        .and_then(|r| r.region.clone())
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+        .or(resolved.profile_region.clone())
+        .unwrap_or_else(|| "us-east-1".to_string());
+    let allow_http = remote.and_then(|r| r.allow_http).unwrap_or_else(|| {
+        endpoint
+            .as_deref()
+            .is_some_and(|e| e.starts_with("http://"))
+    });
+    let path_style = remote
+        .and_then(|r| r.path_style)
+        .unwrap_or(endpoint.is_some());
+    let mut b = AmazonS3Builder::new()
+        .with_bucket_name(bucket)
+        .with_region(&region)
+        .with_allow_http(allow_http)
+        .with_virtual_hosted_style_request(!path_style && endpoint.is_none())
+        .with_client_options(client_options(allow_http))
+        .with_retry(retry_config());
+    if let Some(e) = &endpoint {
+        b = b.with_endpoint(e);
+    }
+    if provider.as_deref() == Some("backblaze-b2") {
+        // B2 rejects the checksum header object_store's bulk delete always sends.
+        b = b.with_disable_bulk_delete(true);
+    }
+    b = match resolved.creds {
+        creds::S3Creds::Static(k) => {
+            b.with_credentials(Arc::new(StaticCredentialProvider::new(AwsCredential {
+                key_id: k.key_id,
+                secret_key: k.secret,
+                token: k.token,
+            })))
+        }
+        creds::S3Creds::Delegated(kv) => {
+            let mut b = b;
+            for (k, v) in kv {
+                if let Ok(key) = k.parse() {
+                    b = b.with_config(key, v);
+                }
+            }
+            b
+        }
+        creds::S3Creds::Instance => b,
+        creds::S3Creds::Anonymous => b.with_skip_signature(true),
+    };
+    Ok(Arc::new(b.build().map_err(|e| build_err(loc, e))?))
+}
+
 impl Store {
     /// Parse and open a location.
     pub fn open(given: &str, remotes: &Remotes) -> Result<Store, OpenError> {
@@ -130,60 +195,7 @@ impl Store {
         let prefix = loc.prefix().to_string();
         match &loc {
             Location::S3 { bucket, .. } => {
-                let endpoint = remote
-                    .and_then(|r| r.endpoint.clone())
-                    .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
-                    .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
-                let resolved = creds::s3(&shown, remote)?;
-                let region = remote
-                    .and_then(|r| r.region.clone())
-                    .or_else(|| std::env::var("AWS_REGION").ok())
-                    .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
-                    .or(resolved.profile_region.clone())
-                    .unwrap_or_else(|| "us-east-1".to_string());
-                let allow_http = remote.and_then(|r| r.allow_http).unwrap_or_else(|| {
-                    endpoint
-                        .as_deref()
-                        .is_some_and(|e| e.starts_with("http://"))
-                });
-                let path_style = remote
-                    .and_then(|r| r.path_style)
-                    .unwrap_or(endpoint.is_some());
-                let mut b = AmazonS3Builder::new()
-                    .with_bucket_name(bucket)
-                    .with_region(&region)
-                    .with_allow_http(allow_http)
-                    .with_virtual_hosted_style_request(!path_style && endpoint.is_none())
-                    .with_client_options(client_options(allow_http))
-                    .with_retry(retry_config());
-                if let Some(e) = &endpoint {
-                    b = b.with_endpoint(e);
-                }
-                if provider.as_deref() == Some("backblaze-b2") {
-                    // B2 rejects the checksum header object_store's bulk delete always sends.
-                    b = b.with_disable_bulk_delete(true);
-                }
-                b = match resolved.creds {
-                    creds::S3Creds::Static(k) => {
-                        b.with_credentials(Arc::new(StaticCredentialProvider::new(AwsCredential {
-                            key_id: k.key_id,
-                            secret_key: k.secret,
-                            token: k.token,
-                        })))
-                    }
-                    creds::S3Creds::Delegated(kv) => {
-                        let mut b = b;
-                        for (k, v) in kv {
-                            if let Ok(key) = k.parse() {
-                                b = b.with_config(key, v);
-                            }
-                        }
-                        b
-                    }
-                    creds::S3Creds::Instance => b,
-                    creds::S3Creds::Anonymous => b.with_skip_signature(true),
-                };
-                let s = Arc::new(b.build().map_err(|e| build_err(&loc, e))?);
+                let s = build_s3(&loc, bucket, remote)?;
                 Ok(Store {
                     inner: s.clone(),
                     pages: Some(s.clone()),
