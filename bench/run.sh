@@ -25,7 +25,9 @@
 #   SEED=42              corpus seed        KEEP=1   keep the generated corpora in target/bench
 #   RUN_TIMEOUT=1800     seconds before one run is killed (counted as failed)
 #   BENCH_DIR            work dir (default target/bench)
-# Exit status: 0 when every run succeeded and was checked; 1 otherwise (the report lists why).
+#   OUT_NAME             full-run report name: bench/results/OUT_NAME.md (default: the date)
+# Exit status: 0 when every run succeeded and was checked; 1 otherwise, and also when an
+# acceptance check fails (listing RSS +20 %, --bwlimit off by > 5 %); the report lists why.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -128,10 +130,11 @@ command -v python3 >/dev/null || die "python3 is required"
 ENV_FILE="$("$ROOT/scripts/servers.sh" env)"
 STARTED_SERVERS=0
 [[ -f $ENV_FILE ]] || STARTED_SERVERS=1
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
   local rc=$?
   if ((STARTED_SERVERS)); then "$ROOT/scripts/servers.sh" stop >/dev/null 2>&1 || true; fi
-  if [[ $KEEP != 1 ]]; then rm -rf "$CORPUS"; fi
+  if [[ $KEEP != 1 ]]; then rm -rf "${CORPUS:?}" "${RUNS:?}/bin"; fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -245,12 +248,14 @@ echo "loopback (python, 1 MiB writes): $(python3 "$LIB/loopback.py" 1024) MB/s" 
 
 SEQ=0
 FAILS=0
+MEASURE_EXTRA=()
 fail() {
   log "FAILED: $*"
   FAILS=$((FAILS + 1))
 }
 
 # measure KIND WORKLOAD SETTING TOOL ROUND SRC_KIND BYTES OBJECTS TOKENS -- CMD...
+# MEASURE_EXTRA (array): more measure.py flags for this call.
 # TOKENS: space-separated strings that mark this run's requests: the run's destination prefix
 # and the source prefix, without a trailing / so that a HEAD of the prefix itself counts too
 # (names are chosen so that no token is a substring of another run's names).
@@ -266,7 +271,7 @@ measure() {
   for t in $tokens; do m+=(--match "$t"); done
   RUN_RC=0
   python3 "$LIB/measure.py" --out "$RESULTS" --server-pid "$GARAGE_PID" --server-log "$GARAGE_LOG" \
-    --timeout "$RUN_TIMEOUT" "${m[@]}" --stdout "$RUN_OUT" --stderr "$RUN_ERR" \
+    --timeout "$RUN_TIMEOUT" "${m[@]}" ${MEASURE_EXTRA[@]+"${MEASURE_EXTRA[@]}"} --stdout "$RUN_OUT" --stderr "$RUN_ERR" \
     --meta "run_id=$RUN_ID" --meta "kind=$kind" --meta "workload=$wl" --meta "setting=$setting" \
     --meta "tool=$tool" --meta "round=$round" --meta "src_kind=$src_kind" --meta "bytes=$bytes" \
     --meta "objects=$objects" -- "$@" || RUN_RC=$?
@@ -456,7 +461,9 @@ if want bw; then
   log "bw: moverctl --bwlimit ${BW_MIB}MiB/s on $LARGE_BYTES bytes"
   dst="$DST_ROOT/bw"
   moverctl_cmd default "$LARGE_DIR" "bdst:$DST_BUCKET/$dst" "$RUNS/journal-bw.sqlite" --bwlimit "${BW_MIB}MiB/s"
+  MEASURE_EXTRA=(--sample-net) # the wire rate per second, not only the average
   measure bwlimit bw default moverctl 1 local "$LARGE_BYTES" "$LARGE_N" "$dst" -- "${CMD[@]}"
+  MEASURE_EXTRA=()
   check_copy "$dst" "$LARGE_N" "$LARGE_BYTES" moverctl
   python3 - "$RESULTS" "$((BW_MIB << 20))" <<'PY'
 import json, sys
@@ -477,7 +484,7 @@ python3 "$LIB/report.py" "$RESULTS" "$CHECKS" "$MACHINE" --expect-rounds "$ROUND
 cat "$REPORT"
 if [[ $MODE == full ]]; then
   mkdir -p "$ROOT/bench/results"
-  out="$ROOT/bench/results/$(date +%F)"
+  out="$ROOT/bench/results/${OUT_NAME:-$(date +%F)}"
   cp "$REPORT" "$out.md"
   cp "$RESULTS" "$out.jsonl"
   log "results: $out.md (raw records: $out.jsonl; run logs: $RUNS)"

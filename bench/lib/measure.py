@@ -15,6 +15,8 @@ Measured, per run:
   foreign_requests   requests in the window that matched no token: other clients on the shared
                      server (noise indicator)
   summary            moverctl's --json summary (last stdout line), when there is one
+  net_mib_per_s      with --sample-net: loopback MiB/s in each second of the run (all local
+                     traffic, so other clients' too)
 
 The exit status is CMD's; the record is written either way.
 """
@@ -45,6 +47,16 @@ def proc_cpu(pid):
     fields = s[s.rindex(")") + 2 :].split()
     # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
     return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def lo_bytes():
+    """Bytes received on the loopback interface so far (every local TCP byte passes once)."""
+    with open("/proc/net/dev") as f:
+        for line in f:
+            name, _, rest = line.partition(":")
+            if name.strip() == "lo":
+                return int(rest.split()[0])
+    return 0
 
 
 def file_size(path):
@@ -150,6 +162,8 @@ def main():
     ap.add_argument("--stdout", required=True)
     ap.add_argument("--stderr", required=True)
     ap.add_argument("--timeout", type=float, default=0, help="kill the run (exit 124) after this many seconds")
+    ap.add_argument("--sample-net", action="store_true",
+                    help="sample loopback bytes every second (net_mib_per_s: the wire rate per second)")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
@@ -171,8 +185,23 @@ def main():
         # Own session, so a timeout or Ctrl-C can stop the tool and everything it started.
         p = subprocess.Popen(["/usr/bin/time", "-v", "-o", timefile, *cmd], stdout=so, stderr=se,
                              start_new_session=True)
+        net = []
         try:
-            rc = p.wait(timeout=a.timeout or None)
+            if a.sample_net:
+                deadline = t0 + a.timeout if a.timeout else None
+                last_t, last_b = t0, lo_bytes()
+                while True:
+                    try:
+                        rc = p.wait(timeout=1.0)
+                        break
+                    except subprocess.TimeoutExpired:
+                        now, b = time.monotonic(), lo_bytes()
+                        net.append(round((b - last_b) / (now - last_t) / 2**20, 1))
+                        last_t, last_b = now, b
+                        if deadline and now > deadline:
+                            raise
+            else:
+                rc = p.wait(timeout=a.timeout or None)
         except subprocess.TimeoutExpired:
             timed_out = True
             os.killpg(p.pid, signal.SIGKILL)
@@ -191,6 +220,7 @@ def main():
             "cmd": " ".join(cmd),
             "rc": rc,
             "timed_out": timed_out,
+            **({"net_mib_per_s": net} if a.sample_net else {}),
             "wall_s": round(wall, 3),
             "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "server_cpu_s": None if cpu0 is None or cpu1 is None else round(cpu1 - cpu0, 2),
