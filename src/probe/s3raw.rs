@@ -37,7 +37,12 @@ pub fn open_s3(given: &str, remotes: &Remotes) -> Result<Option<Arc<AmazonS3>>, 
         return Ok(None);
     };
     let remote: Option<&Remote> = remote.as_deref().and_then(|r| remotes.get(r));
-    Ok(Some(crate::store::build_s3(&loc, bucket, remote)?))
+    Ok(Some(crate::store::build_s3(
+        &loc,
+        bucket,
+        remote,
+        Default::default(),
+    )?))
 }
 
 #[derive(Clone, Copy)]

@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod creds;
+pub mod http;
 pub mod list;
 pub mod local;
 pub mod location;
@@ -60,6 +61,11 @@ pub struct Store {
     /// Catalog provider id when known (from a remote).
     pub provider: Option<String>,
     pub storage_class: Option<String>,
+    /// Sees every HTTP response of this store (throttling, digest headers); see `http.rs`.
+    pub observer: Arc<http::Observer>,
+    /// The concrete S3 store (for presigned requests object_store cannot make, e.g. a HEAD of
+    /// one part), when this is an S3 location.
+    pub s3: Option<Arc<object_store::aws::AmazonS3>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -116,6 +122,7 @@ pub fn build_s3(
     loc: &Location,
     bucket: &str,
     remote: Option<&Remote>,
+    observer: Arc<http::Observer>,
 ) -> Result<Arc<object_store::aws::AmazonS3>, OpenError> {
     let shown = loc.shown();
     let provider = remote.and_then(|r| r.provider.clone());
@@ -144,6 +151,7 @@ pub fn build_s3(
         .with_allow_http(allow_http)
         .with_virtual_hosted_style_request(!path_style && endpoint.is_none())
         .with_client_options(client_options(allow_http))
+        .with_http_connector(http::ObservingConnector(observer))
         .with_retry(retry_config());
     if let Some(e) = &endpoint {
         b = b.with_endpoint(e);
@@ -193,19 +201,22 @@ impl Store {
         let provider = remote.and_then(|r| r.provider.clone());
         let storage_class = remote.and_then(|r| r.storage_class.clone());
         let prefix = loc.prefix().to_string();
+        let observer = Arc::new(http::Observer::default());
         match &loc {
             Location::S3 { bucket, .. } => {
-                let s = build_s3(&loc, bucket, remote)?;
+                let s = build_s3(&loc, bucket, remote, observer.clone())?;
                 Ok(Store {
                     inner: s.clone(),
                     pages: Some(s.clone()),
-                    multipart: Some(s),
+                    multipart: Some(s.clone()),
                     kind: Kind::S3,
                     prefix,
                     local_root: None,
                     location: loc,
                     provider,
                     storage_class,
+                    observer,
+                    s3: Some(s),
                 })
             }
             Location::Gcs { bucket, .. } => {
@@ -213,6 +224,7 @@ impl Store {
                 let mut b = GoogleCloudStorageBuilder::new()
                     .with_bucket_name(bucket)
                     .with_client_options(client_options(true))
+                    .with_http_connector(http::ObservingConnector(observer.clone()))
                     .with_retry(retry_config());
                 b = match sa {
                     Some(path) => b.with_service_account_path(path.display().to_string()),
@@ -232,6 +244,8 @@ impl Store {
                     location: loc,
                     provider,
                     storage_class,
+                    observer: observer.clone(),
+                    s3: None,
                 })
             }
             Location::Azure { container, .. } => {
@@ -246,6 +260,7 @@ impl Store {
                     .with_container_name(container)
                     .with_allow_http(allow_http)
                     .with_client_options(client_options(allow_http))
+                    .with_http_connector(http::ObservingConnector(observer.clone()))
                     .with_retry(retry_config());
                 if let Some(a) = &account {
                     b = b.with_account(a);
@@ -276,6 +291,8 @@ impl Store {
                     location: loc,
                     provider,
                     storage_class,
+                    observer: observer.clone(),
+                    s3: None,
                 })
             }
             Location::Local { root } => {
@@ -299,6 +316,8 @@ impl Store {
                     location: loc,
                     provider: Some("onprem".into()),
                     storage_class,
+                    observer: observer.clone(),
+                    s3: None,
                 })
             }
             Location::Memory { .. } => {
@@ -313,6 +332,8 @@ impl Store {
                     location: loc,
                     provider: None,
                     storage_class,
+                    observer: observer.clone(),
+                    s3: None,
                 })
             }
         }

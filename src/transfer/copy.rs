@@ -11,11 +11,13 @@
 //!
 //! A mismatch is an error: the object is retried by the engine, never recorded as done.
 
+use super::claims::{self, Claims, InOrder};
 use super::{CopyOptions, Counters, Verify};
 use crate::catalog::parts::{Upload, part_plan};
 use crate::checksum::{self, Digests, Hasher, META_CRC64, META_SIZE, META_SRC_ETAG};
 use crate::journal::{Journal, ObjectRecord, PartRecord, State};
 use crate::limit::Limits;
+use crate::store::http::{Capture, DigestHeaders};
 use crate::store::list::Entry;
 use crate::store::{Kind, Store};
 use bytes::Bytes;
@@ -100,10 +102,8 @@ fn read_range(
     ctx: &Ctx,
     src: &Entry,
     range: Range<u64>,
-    claim: Option<Claim>,
+    seen: Option<Seen>,
 ) -> BoxStream<'static, Result<Bytes, CopyError>> {
-    let counters = ctx.counters.clone();
-    counters.get.fetch_add(1, Relaxed);
     if ctx.src.kind == Kind::Local {
         let root = ctx
             .src
@@ -124,7 +124,10 @@ fn read_range(
             return stream::once(async move { Err(err) }).boxed();
         }
     };
-    let pin = matches!(ctx.src.kind, Kind::S3 | Kind::Gcs | Kind::Azure);
+    let pin = is_cloud(ctx.src.kind);
+    if pin {
+        ctx.counters.get.fetch_add(1, Relaxed);
+    }
     let etag = src.e_tag.clone();
     let whole = range.start == 0 && range.end == src.size;
     stream::once(async move {
@@ -139,10 +142,14 @@ fn read_range(
             .get_opts(&path, o)
             .await
             .map_err(store_err("reading the source"))?;
-        if let Some(c) = claim
-            && let Some(v) = r.attributes.get(&Attribute::Metadata(META_CRC64.into()))
-        {
-            *c.lock().expect("claim lock") = Some(v.to_string());
+        if let Some(seen) = seen {
+            let mut c = seen.lock().expect("claims lock");
+            if let Some(v) = r.attributes.get(&Attribute::Metadata(META_CRC64.into())) {
+                c.add_meta_crc64(v);
+            }
+            if let Some(h) = r.extensions.get::<DigestHeaders>() {
+                c.add_headers(h, !whole);
+            }
         }
         Ok::<_, CopyError>(r)
     })
@@ -151,9 +158,13 @@ fn read_range(
     .boxed()
 }
 
-/// Where a read records the CRC64 a source object claims for itself (the digest moverctl stored
-/// in its metadata when it wrote the object).
-type Claim = Arc<Mutex<Option<String>>>;
+/// Where a read records what the source claims about its bytes (moverctl's CRC64 in metadata,
+/// digest headers).
+type Seen = Arc<Mutex<Claims>>;
+
+fn is_cloud(k: Kind) -> bool {
+    matches!(k, Kind::S3 | Kind::Gcs | Kind::Azure)
+}
 
 /// Local reads in 1 MiB blocks (object_store's local stream reads 8 KiB at a time).
 fn local_range(
@@ -213,10 +224,10 @@ async fn fetch(
     src: &Entry,
     range: Range<u64>,
     md5: bool,
-    claim: Option<Claim>,
+    seen: Option<Seen>,
 ) -> Result<(Vec<Bytes>, Digests), CopyError> {
     let want = range.end - range.start;
-    let mut s = read_range(ctx, src, range.clone(), claim);
+    let mut s = read_range(ctx, src, range.clone(), seen);
     let mut h = Hasher::new(md5);
     let mut chunks = Vec::new();
     while let Some(chunk) = s.next().await {
@@ -243,6 +254,135 @@ fn source_md5(ctx: &Ctx, src: &Entry) -> Option<[u8; 16]> {
         return None;
     }
     src.e_tag.as_deref().and_then(checksum::etag_md5)
+}
+
+/// What the source claims before its bytes are read: the listing's MD5 ETag; with `head`, what
+/// a HEAD shows (moverctl's CRC64, Azure/GCS digest properties, S3's stored CRC64 with checksum
+/// mode); for an S3 multipart ETag, the part size from a HEAD of part 1 so the ETag can be
+/// recomputed. A HEAD that fails is not fatal (the read will say what is wrong), except that a
+/// changed source is reported as such.
+async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyError> {
+    let mut c = Claims {
+        md5: source_md5(ctx, src),
+        ..Default::default()
+    };
+    if !is_cloud(ctx.src.kind) {
+        return Ok(c);
+    }
+    let multipart_etag = ctx.src.kind == Kind::S3
+        && src
+            .e_tag
+            .as_deref()
+            .is_some_and(|e| checksum::etag_norm(e).contains('-'));
+    if head {
+        if let Some(s3) = &ctx.src.s3 {
+            if let Some(h) = raw_head(ctx, s3, src, None).await? {
+                c.add_headers(&h, false);
+                if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
+                    c.add_meta_crc64(v);
+                }
+            }
+        } else {
+            let path = ctx.src.path_of(&src.key).map_err(|e| CopyError::Store {
+                what: "source key",
+                source: e.into(),
+            })?;
+            ctx.counters.head.fetch_add(1, Relaxed);
+            let r = ctx
+                .src
+                .inner
+                .get_opts(
+                    &path,
+                    GetOptions {
+                        head: true,
+                        if_match: src.e_tag.clone(),
+                        ..Default::default()
+                    },
+                )
+                .await;
+            match r {
+                Ok(r) => {
+                    if let Some(v) = r.attributes.get(&Attribute::Metadata(META_CRC64.into())) {
+                        c.add_meta_crc64(v);
+                    }
+                    if let Some(h) = r.extensions.get::<DigestHeaders>() {
+                        c.add_headers(h, false);
+                    }
+                }
+                Err(object_store::Error::Precondition { .. }) => {
+                    return Err(CopyError::SourceChanged);
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    if multipart_etag
+        && c.crc64_meta.is_none()
+        && c.crc64_stored.is_none()
+        && let Some(s3) = &ctx.src.s3
+        && let Some(h) = raw_head(ctx, s3, src, Some(1)).await?
+        && let Some(len) = h.get("content-length").and_then(|v| v.parse().ok())
+        && let Some(e) = &src.e_tag
+    {
+        c.parts_etag = claims::parts_layout(e, src.size, len);
+    }
+    Ok(c)
+}
+
+/// A HEAD object_store cannot make: presigned, with checksum mode (S3 returns stored checksums
+/// only when asked) and optionally one part (`partNumber`). Pinned to the listed ETag.
+async fn raw_head(
+    ctx: &Ctx,
+    s3: &object_store::aws::AmazonS3,
+    src: &Entry,
+    part: Option<u32>,
+) -> Result<Option<DigestHeaders>, CopyError> {
+    use object_store::signer::{HeaderName, HeaderValue, Method, SignedUrlOptions, Signer};
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    let Ok(path) = ctx.src.path_of(&src.key) else {
+        return Ok(None);
+    };
+    let mut opts = SignedUrlOptions::default().with_signed_header(
+        HeaderName::from_static("x-amz-checksum-mode"),
+        HeaderValue::from_static("ENABLED"),
+    );
+    if let Some(n) = part {
+        opts = opts.with_query([("partNumber", n.to_string())]);
+    }
+    let Ok(url) = s3
+        .signed_url_opts(
+            Method::HEAD,
+            &path,
+            std::time::Duration::from_secs(300),
+            &opts,
+        )
+        .await
+    else {
+        return Ok(None);
+    };
+    let client = CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .unwrap_or_default()
+    });
+    ctx.counters.head.fetch_add(1, Relaxed);
+    ctx.limits.take_request().await;
+    let mut req = client.head(url).header("x-amz-checksum-mode", "ENABLED");
+    if let Some(e) = &src.e_tag {
+        req = req.header("if-match", e.as_str());
+    }
+    // Errors are dropped whole: a reqwest error would print the presigned URL.
+    let Ok(resp) = req.send().await else {
+        return Ok(None);
+    };
+    if resp.status().as_u16() == 412 {
+        return Err(CopyError::SourceChanged);
+    }
+    if !resp.status().is_success() {
+        return Ok(None);
+    }
+    Ok(Some(DigestHeaders::of(resp.headers())))
 }
 
 fn metadata(ctx: &Ctx, src: &Entry, crc: Option<u64>) -> Attributes {
@@ -285,30 +425,29 @@ pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
 }
 
 async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
-    let src_md5 = source_md5(ctx, src);
-    let claim: Claim = Arc::new(Mutex::new(None));
-    let (chunks, d) = fetch(ctx, src, 0..src.size, true, Some(claim.clone())).await?;
-    let mut read_side = "source-size";
-    if let Some(m) = src_md5 {
-        if Some(m) != d.md5 {
-            return Err(CopyError::Mismatch(
-                "the source's bytes do not hash to its own MD5 (ETag)".into(),
-            ));
-        }
-        read_side = "source-md5";
-    }
-    let claimed = claim.lock().expect("claim lock").clone();
-    if let Some(c) = claimed {
-        // The digest moverctl stored when it wrote this object (a copy of a copy).
-        if c != checksum::crc64_hex(d.crc64) {
-            return Err(CopyError::Mismatch(
-                "the source's bytes differ from the CRC64 stored with it".into(),
-            ));
-        }
-        if read_side == "source-size" {
-            read_side = "source-crc64";
-        }
-    }
+    // Only an S3 multipart ETag needs a request before reading (the source's part size).
+    let seen: Seen = Arc::new(Mutex::new(discover(ctx, src, false).await?));
+    let (chunks, d) = fetch(ctx, src, 0..src.size, true, Some(seen.clone())).await?;
+    let claims = seen.lock().expect("claims lock").clone();
+    let ordered = {
+        // fetch hashed the MD5 already; the rest of the in-order digests from the chunks.
+        let rest = Claims {
+            md5: None,
+            ..claims.clone()
+        };
+        let mut o = if rest.needs_in_order() {
+            let mut h = InOrder::new(&rest);
+            for c in &chunks {
+                h.update(c);
+            }
+            h.finish()
+        } else {
+            claims::Ordered::default()
+        };
+        o.md5 = d.md5;
+        o
+    };
+    let read_side = claims.check(d.crc64, Some(&ordered))?;
     let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "destination key",
         source: e.into(),
@@ -319,22 +458,35 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         attributes: metadata(ctx, src, Some(d.crc64)),
         ..Default::default()
     };
-    let res = ctx
-        .dst
-        .inner
-        .put_opts(&path, PutPayload::from_iter(chunks), opts)
+    let cap = Capture::default();
+    let res = cap
+        .scope(
+            ctx.dst
+                .inner
+                .put_opts(&path, PutPayload::from_iter(chunks), opts),
+        )
         .await
         .map_err(store_err("writing the destination"))?;
     ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
-    let write_side = match res.e_tag.as_deref().and_then(checksum::etag_md5) {
+    // Azure answers a Put Blob with the MD5 of the bytes it received (its ETag is opaque).
+    let received_md5 = match ctx.dst.kind {
+        Kind::Azure => cap.take().and_then(|h| h.whole_md5(false)),
+        _ => None,
+    };
+    let dest_md5 = res
+        .e_tag
+        .as_deref()
+        .and_then(checksum::etag_md5)
+        .or(received_md5);
+    let write_side = match dest_md5 {
         Some(m) if Some(m) != d.md5 => {
             // A wrong object must not stay where a later run could take it for a copy.
             let _ = ctx.dst.inner.delete(&path).await;
             return Err(CopyError::Mismatch(
-                "the destination's ETag (MD5) differs from the bytes sent".into(),
+                "the destination's MD5 (ETag or Content-MD5) differs from the bytes sent".into(),
             ));
         }
-        Some(_) if ctx.opts.verify != Verify::Readback && ctx.dst.kind != Kind::Local => {
+        Some(_) if ctx.opts.verify != Verify::Readback && is_cloud(ctx.dst.kind) => {
             "dest-md5".to_string()
         }
         _ => match verify_after_write(ctx, src, &path, d.crc64).await {
@@ -365,8 +517,11 @@ async fn verify_after_write(
     path: &object_store::path::Path,
     crc: u64,
 ) -> Result<String, CopyError> {
-    if ctx.opts.verify == Verify::Readback || ctx.dst.kind == Kind::Local {
-        ctx.counters.get.fetch_add(1, Relaxed);
+    // In-process destinations (folders, memory) are read back: it costs no requests.
+    if ctx.opts.verify == Verify::Readback || !is_cloud(ctx.dst.kind) {
+        if is_cloud(ctx.dst.kind) {
+            ctx.counters.get.fetch_add(1, Relaxed);
+        }
         let r = ctx
             .dst
             .inner
@@ -420,13 +575,15 @@ async fn copy_multipart(
         what: "destination key",
         source: e.into(),
     })?;
-    let src_md5 = source_md5(ctx, src);
     let ranges: Vec<Range<u64>> = (0..parts)
         .map(|i| i * part_size..((i + 1) * part_size).min(src.size))
         .collect();
     let Some(mp) = ctx.dst.multipart.clone() else {
         return copy_multipart_streaming(ctx, src, &path, ranges).await;
     };
+    // One HEAD per large object says what the source claims (parts are read by range, and a
+    // ranged answer does not carry whole-object digests).
+    let claims = discover(ctx, src, true).await?;
 
     // Resume an upload the journal knows, if it is for this exact source version and part size.
     let mut done: Vec<Option<PartRecord>> = vec![None; parts as usize];
@@ -508,7 +665,10 @@ async fn copy_multipart(
     // whole-object MD5 can be checked against the source when it offers one.
     // Parts journaled by an earlier attempt are read again and compared with what was journaled
     // before they are reused: a part that was read corrupt is uploaded again, never stitched in.
-    let need_whole_md5 = src_md5.is_some();
+    let need_whole_md5 = claims.needs_in_order();
+    // Azure answers each Put Block with the MD5 of the block it received.
+    let block_md5 = ctx.dst.kind == Kind::Azure;
+    let blocks_unchecked = &std::sync::atomic::AtomicBool::new(false);
     let part_futs = ranges.iter().cloned().enumerate().map(|(idx, range)| {
         let prior = done[idx].clone();
         let mp = mp.clone();
@@ -546,10 +706,24 @@ async fn copy_multipart(
             ctx.limits.take_request().await;
             ctx.counters.put.fetch_add(1, Relaxed);
             let keep = need_whole_md5.then(|| chunks.clone());
-            let part_id = mp
-                .put_part(&path, &id, idx, PutPayload::from_iter(chunks))
+            let cap = Capture::default();
+            let part_id = cap
+                .scope(mp.put_part(&path, &id, idx, PutPayload::from_iter(chunks)))
                 .await
                 .map_err(store_err("uploading a part"))?;
+            if block_md5 {
+                match cap.take().and_then(|h| h.whole_md5(false)) {
+                    Some(m) if Some(m) != d.md5 => {
+                        // The block is not committed; the retry uploads this object again.
+                        return Err(CopyError::Mismatch(format!(
+                            "part {} was received with a different MD5 than sent",
+                            idx + 1
+                        )));
+                    }
+                    Some(_) => {}
+                    None => blocks_unchecked.store(true, Relaxed),
+                }
+            }
             ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
             if let Some(e) = ctx
                 .counters
@@ -577,7 +751,7 @@ async fn copy_multipart(
     let mut part_ids = Vec::with_capacity(parts as usize);
     let mut md5s = Vec::with_capacity(parts as usize);
     let mut crc: Option<u64> = None;
-    let mut whole = need_whole_md5.then(|| Hasher::new(true));
+    let mut whole = need_whole_md5.then(|| InOrder::new(&claims));
     while let Some(r) = stream.next().await {
         let (_, rec, keep) = match r {
             Ok(v) => v,
@@ -608,16 +782,14 @@ async fn copy_multipart(
         });
     }
     drop(stream);
-    let mut read_side = "source-size";
-    if let (Some(w), Some(m)) = (whole, src_md5) {
-        if w.finish().md5 != Some(m) {
+    let ordered = whole.map(InOrder::finish);
+    let read_side = match claims.check(crc.unwrap_or(0), ordered.as_ref()) {
+        Ok(l) => l,
+        Err(e) => {
             abandon(ctx, &mp, &path, &id, &src.key, false).await;
-            return Err(CopyError::Mismatch(
-                "the source's bytes do not hash to its own MD5 (ETag)".into(),
-            ));
+            return Err(e);
         }
-        read_side = "source-md5";
-    }
+    };
     ctx.counters.put.fetch_add(1, Relaxed);
     let res = match mp.complete_multipart(&path, &id, part_ids).await {
         Ok(r) => r,
@@ -629,6 +801,9 @@ async fn copy_multipart(
     };
     let crc = crc.unwrap_or(0);
     let mut write_side = None;
+    if block_md5 && !blocks_unchecked.load(Relaxed) && ctx.opts.verify != Verify::Readback {
+        write_side = Some("dest-block-md5".to_string());
+    }
     if let (Some(etag), Some(all)) = (&res.e_tag, md5s.iter().cloned().collect::<Option<Vec<_>>>())
     {
         let e = checksum::etag_norm(etag);

@@ -6,6 +6,7 @@
 //! part buffers are bounded by `max_buffer` bytes across the run (single PUTs hold one object of at
 //! most the multipart threshold each): roughly `transfers × threshold + max_buffer`.
 
+pub mod claims;
 pub mod copy;
 pub mod diff;
 
@@ -208,6 +209,11 @@ impl Run {
             stop,
         } = self;
         let journal = journal.map(|j| Arc::new(Mutex::new(j)));
+        // Slow-down answers object_store retried by itself still shrink the window.
+        for s in [&src, &dst] {
+            let l = limits.clone();
+            s.observer.on_throttle(move || l.on_throttled());
+        }
         let counters = opts.counters.clone().unwrap_or_default();
         let list_src = Arc::new(AtomicU64::new(0));
         let list_dst = Arc::new(AtomicU64::new(0));
@@ -405,6 +411,8 @@ impl Run {
                                     return (entry, Ok(o), attempt);
                                 }
                                 Err(e) => {
+                                    // (Slow-downs object_store absorbed were already reported
+                                    // by the store's observer; this one ended the attempt.)
                                     if is_throttle(&e) {
                                         ctx.limits.on_throttled();
                                     }

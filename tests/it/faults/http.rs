@@ -226,7 +226,6 @@ async fn proxy_flipped_request_bodies_are_rejected_and_retried() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "gap: 503 SlowDown answers that object_store's internal retries absorb never reach Limits::on_throttled, so the report's throttle_events stays 0 and the AIMD window never shrinks"]
 async fn proxy_absorbed_503s_show_in_the_report() {
     let Some(s) = servers() else { return };
     let t = setup(&s, "proxy-503-report").await;
@@ -241,7 +240,7 @@ async fn proxy_absorbed_503s_show_in_the_report() {
     assert!(t.proxy.unspent().is_empty(), "{:?}", t.proxy.unspent());
     assert_all_copied(&out, 2);
     assert!(
-        out.report.throttle_events >= 1 || out.report.retries >= 1,
+        out.report.throttle_events >= 1,
         "4 injected 503s left no trace in the report: {:?}",
         out.report
     );

@@ -1,0 +1,255 @@
+//! Every HTTP request object_store makes passes through [`Observed`], a thin wrapper around its
+//! reqwest service. It exists because object_store hides two things moverctl needs:
+//!
+//! - **Throttling.** object_store retries 503 / 429 answers itself, so a "slow down" it absorbed
+//!   never reaches the caller. The wrapper sees every status and tells the run's AIMD window
+//!   ([`Observer::on_throttle`]), so concurrency drops on the first SlowDown, not only when
+//!   retries run out.
+//! - **Digests in response headers.** GCS (`x-goog-hash`), Azure (`Content-MD5`,
+//!   `x-ms-blob-content-md5`, `x-ms-content-crc64`) and S3 (`x-amz-checksum-*`) say what the
+//!   bytes should hash to. The wrapper copies those headers into the response's extensions
+//!   (object_store hands them back in `GetResult::extensions`), and into a task-local
+//!   [`Capture`] slot for calls whose results carry no extensions (`put_part`).
+//!
+//! The wrapper never reads or changes bodies, and never logs: request URLs may hold presigned
+//! credentials.
+
+use object_store::ClientOptions;
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpService, ReqwestConnector,
+};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+/// The response headers that carry digests (lower-case names).
+const DIGEST_HEADERS: &[&str] = &[
+    "etag",
+    "content-md5",
+    "content-length",
+    "x-goog-hash",
+    "x-ms-blob-content-md5",
+    "x-ms-content-crc64",
+    "x-amz-checksum-crc64nvme",
+    "x-amz-checksum-crc32c",
+    "x-amz-checksum-crc32",
+    "x-amz-checksum-sha256",
+    "x-amz-checksum-type",
+    "x-amz-mp-parts-count",
+];
+
+/// Digest headers of one response, by lower-case name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DigestHeaders(pub Vec<(String, String)>);
+
+impl DigestHeaders {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The digest headers of a response, and moverctl's own metadata headers.
+    pub fn of(headers: &http::HeaderMap) -> DigestHeaders {
+        DigestHeaders(
+            headers
+                .iter()
+                .filter(|(k, _)| {
+                    let k = k.as_str();
+                    DIGEST_HEADERS.contains(&k)
+                        || k.starts_with("x-amz-meta-moverctl_")
+                        || k.starts_with("x-ms-meta-moverctl_")
+                })
+                .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+                .collect(),
+        )
+    }
+
+    /// The MD5 the store keeps for the whole object: GCS `x-goog-hash: md5=…`, Azure
+    /// `Content-MD5` (whole reads) or `x-ms-blob-content-md5` (ranged reads).
+    pub fn whole_md5(&self, ranged: bool) -> Option<[u8; 16]> {
+        if let Some(m) = self.goog("md5") {
+            return b64_array(m);
+        }
+        if let Some(m) = self.get("x-ms-blob-content-md5") {
+            return b64_array(m);
+        }
+        if !ranged {
+            return self.get("content-md5").and_then(b64_array);
+        }
+        None
+    }
+
+    /// GCS `x-goog-hash: crc32c=…` (big-endian, base64) for the whole object.
+    pub fn whole_crc32c(&self) -> Option<u32> {
+        self.goog("crc32c")
+            .and_then(b64_array::<4>)
+            .map(u32::from_be_bytes)
+    }
+
+    /// S3's stored full-object CRC64/NVME (`x-amz-checksum-crc64nvme`, only returned with
+    /// checksum mode; multipart uploads store it as a full-object checksum).
+    pub fn whole_crc64(&self) -> Option<u64> {
+        self.get("x-amz-checksum-crc64nvme")
+            .and_then(b64_array::<8>)
+            .map(u64::from_be_bytes)
+    }
+
+    fn goog(&self, which: &str) -> Option<&str> {
+        // x-goog-hash may come as one header with comma-separated pairs.
+        self.get("x-goog-hash")?.split(',').find_map(|p| {
+            let (k, v) = p.trim().split_once('=')?;
+            (k == which).then_some(v)
+        })
+    }
+}
+
+fn b64_array<const N: usize>(s: &str) -> Option<[u8; N]> {
+    use base64::Engine;
+    let v = base64::engine::general_purpose::STANDARD
+        .decode(s.trim())
+        .ok()?;
+    v.try_into().ok()
+}
+
+tokio::task_local! {
+    static CAPTURE: Capture;
+}
+
+/// Where the responses of calls made inside [`Capture::scope`] leave their digest headers (the
+/// last response wins: object_store's own retries overwrite earlier attempts).
+#[derive(Debug, Clone, Default)]
+pub struct Capture(Arc<Mutex<Option<DigestHeaders>>>);
+
+impl Capture {
+    pub async fn scope<F: std::future::Future>(&self, f: F) -> F::Output {
+        CAPTURE.scope(self.clone(), f).await
+    }
+
+    pub fn take(&self) -> Option<DigestHeaders> {
+        self.0.lock().expect("capture lock").take()
+    }
+}
+
+type Hook = Arc<dyn Fn() + Send + Sync>;
+
+/// Shared by every request of one store: status counts, and the throttle hook of the run that
+/// uses the store.
+#[derive(Default)]
+pub struct Observer {
+    /// Responses with 503 or 429, including those object_store retried itself.
+    pub throttled: AtomicU64,
+    /// Responses with another 5xx.
+    pub server_errors: AtomicU64,
+    pub requests: AtomicU64,
+    hook: Mutex<Option<Hook>>,
+}
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observer")
+            .field("throttled", &self.throttled.load(Relaxed))
+            .field("requests", &self.requests.load(Relaxed))
+            .finish()
+    }
+}
+
+impl Observer {
+    /// Calls `f` on every throttling answer (503, 429) from now on.
+    pub fn on_throttle(&self, f: impl Fn() + Send + Sync + 'static) {
+        *self.hook.lock().expect("hook lock") = Some(Arc::new(f));
+    }
+
+    fn saw(&self, status: u16) {
+        self.requests.fetch_add(1, Relaxed);
+        if status == 503 || status == 429 {
+            self.throttled.fetch_add(1, Relaxed);
+            let hook = self.hook.lock().expect("hook lock").clone();
+            if let Some(h) = hook {
+                h();
+            }
+        } else if status >= 500 {
+            self.server_errors.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// The connector object_store's builders take: reqwest, as object_store would build it, wrapped.
+#[derive(Debug, Clone)]
+pub struct ObservingConnector(pub Arc<Observer>);
+
+impl HttpConnector for ObservingConnector {
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        let client = ReqwestConnector::default().connect(options)?;
+        Ok(HttpClient::new(Observed {
+            inner: client,
+            observer: self.0.clone(),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct Observed {
+    inner: HttpClient,
+    observer: Arc<Observer>,
+}
+
+#[async_trait::async_trait]
+impl HttpService for Observed {
+    async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let mut res = self.inner.execute(req).await?;
+        self.observer.saw(res.status().as_u16());
+        let found = DigestHeaders::of(res.headers());
+        let _ = CAPTURE.try_with(|c| {
+            *c.0.lock().expect("capture lock") = Some(found.clone());
+        });
+        res.extensions_mut().insert(found);
+        Ok(res)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(pairs: &[(&str, &str)]) -> DigestHeaders {
+        let mut m = http::HeaderMap::new();
+        for (k, v) in pairs {
+            m.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        DigestHeaders::of(&m)
+    }
+
+    #[test]
+    fn goog_hash_gives_md5_and_crc32c() {
+        // md5("hello world") and crc32c("hello world") as GCS sends them.
+        let d = h(&[(
+            "x-goog-hash",
+            "crc32c=yZRlqg==,md5=XrY7u+Ae7tCTyyK7j1rNww==",
+        )]);
+        assert_eq!(
+            crate::checksum::hex(&d.whole_md5(true).unwrap()),
+            "5eb63bbbe01eeed093cb22bb8f5acdc3"
+        );
+        assert_eq!(d.whole_crc32c(), Some(0xc99465aa));
+    }
+
+    #[test]
+    fn azure_md5_for_whole_and_ranged_reads() {
+        let d = h(&[("content-md5", "XrY7u+Ae7tCTyyK7j1rNww==")]);
+        assert!(d.whole_md5(false).is_some());
+        // A ranged read's Content-MD5 (if any) is the range's, not the blob's.
+        assert_eq!(d.whole_md5(true), None);
+        let d = h(&[("x-ms-blob-content-md5", "XrY7u+Ae7tCTyyK7j1rNww==")]);
+        assert!(d.whole_md5(true).is_some());
+    }
+
+    #[test]
+    fn unrelated_headers_are_not_kept() {
+        let d = h(&[("authorization", "secret"), ("etag", "\"abc\"")]);
+        assert_eq!(d.0, vec![("etag".to_string(), "\"abc\"".to_string())]);
+    }
+}

@@ -1,0 +1,263 @@
+//! What a source object says its bytes hash to, and checking the bytes read against it.
+//!
+//! | the source offers | where it comes from | label |
+//! |---|---|---|
+//! | a plain MD5 ETag | S3 single-part uploads, GCS (listing) | `source-md5` |
+//! | an S3 multipart ETag `md5(part md5s)-N` | listing, plus a HEAD of part 1 for the part size | `source-parts-etag` |
+//! | moverctl's CRC64 in metadata | an object moverctl wrote earlier (GET/HEAD) | `source-crc64` |
+//! | a stored CRC64/NVME full-object checksum | S3 `x-amz-checksum-crc64nvme` (checksum mode) | `source-checksum` |
+//! | an MD5 property | Azure `Content-MD5` / `x-ms-blob-content-md5`, GCS `x-goog-hash: md5` | `source-md5` |
+//! | a CRC32C | GCS `x-goog-hash: crc32c` (composite objects have no MD5) | `source-crc32c` |
+//!
+//! Every claim found is checked; the label names the first that applies, in the order
+//! moverctl's CRC64, MD5, multipart ETag, stored CRC64, CRC32C. With none, only the
+//! byte count is checked (`source-size`).
+
+use super::copy::CopyError;
+use crate::checksum;
+use crate::store::http::DigestHeaders;
+use crc_fast::{CrcAlgorithm, Digest as Crc};
+use md5::Digest as _;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claims {
+    pub md5: Option<[u8; 16]>,
+    /// The source's own part size and its multipart ETag (normalised).
+    pub parts_etag: Option<(u64, String)>,
+    /// moverctl's CRC64 from the source's metadata.
+    pub crc64_meta: Option<u64>,
+    /// A CRC64/NVME the source store computed and stored.
+    pub crc64_stored: Option<u64>,
+    pub crc32c: Option<u32>,
+}
+
+impl Claims {
+    /// Claims that need the bytes hashed in order (everything but CRC64, which combines).
+    pub fn needs_in_order(&self) -> bool {
+        self.md5.is_some() || self.parts_etag.is_some() || self.crc32c.is_some()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Claims::default()
+    }
+
+    /// Adds what a response's digest headers state about the whole object.
+    pub fn add_headers(&mut self, h: &DigestHeaders, ranged: bool) {
+        if self.md5.is_none() {
+            self.md5 = h.whole_md5(ranged);
+        }
+        if self.crc32c.is_none() {
+            self.crc32c = h.whole_crc32c();
+        }
+        if self.crc64_stored.is_none()
+            && h.get("x-amz-checksum-type")
+                .is_none_or(|t| t.eq_ignore_ascii_case("FULL_OBJECT"))
+        {
+            self.crc64_stored = h.whole_crc64();
+        }
+    }
+
+    pub fn add_meta_crc64(&mut self, hex: &str) {
+        if self.crc64_meta.is_none() {
+            self.crc64_meta = u64::from_str_radix(hex.trim(), 16).ok();
+        }
+    }
+
+    /// Compares the bytes' digests with every claim; the label of the first claim checked, or
+    /// `source-size` when there was none.
+    pub fn check(&self, crc64: u64, ordered: Option<&Ordered>) -> Result<&'static str, CopyError> {
+        let mut label = None;
+        let mut hit = |l: &'static str| {
+            label.get_or_insert(l);
+        };
+        let bad = |what: &str| {
+            Err(CopyError::Mismatch(format!(
+                "the source's bytes do not match {what}"
+            )))
+        };
+        // moverctl's own digest of the original bytes names the check when present.
+        if let Some(c) = self.crc64_meta {
+            if c != crc64 {
+                return bad("the CRC64 stored with it");
+            }
+            hit("source-crc64");
+        }
+        if let Some(m) = self.md5 {
+            if ordered.and_then(|o| o.md5) != Some(m) {
+                return bad("its own MD5");
+            }
+            hit("source-md5");
+        }
+        if let Some((_, etag)) = &self.parts_etag {
+            if ordered.and_then(|o| o.parts_etag.as_deref()) != Some(etag.as_str()) {
+                return bad("its multipart ETag");
+            }
+            hit("source-parts-etag");
+        }
+        if let Some(c) = self.crc64_stored {
+            if c != crc64 {
+                return bad("the CRC64 the store keeps for it");
+            }
+            hit("source-checksum");
+        }
+        if let Some(c) = self.crc32c {
+            if ordered.and_then(|o| o.crc32c) != Some(c) {
+                return bad("its CRC32C");
+            }
+            hit("source-crc32c");
+        }
+        Ok(label.unwrap_or("source-size"))
+    }
+}
+
+/// Digests that need the object's bytes in order.
+#[derive(Debug, Clone, Default)]
+pub struct Ordered {
+    pub md5: Option<[u8; 16]>,
+    pub parts_etag: Option<String>,
+    pub crc32c: Option<u32>,
+}
+
+/// Hashes an object's bytes in order for the claims that need it.
+pub struct InOrder {
+    md5: Option<md5::Md5>,
+    /// (part size, bytes in the current part, its MD5, MD5s of finished parts)
+    parts: Option<(u64, u64, md5::Md5, Vec<[u8; 16]>)>,
+    crc32c: Option<Crc>,
+}
+
+impl InOrder {
+    pub fn new(c: &Claims) -> InOrder {
+        InOrder {
+            md5: c.md5.map(|_| md5::Md5::new()),
+            parts: c
+                .parts_etag
+                .as_ref()
+                .map(|(size, _)| (*size, 0, md5::Md5::new(), Vec::new())),
+            crc32c: c.crc32c.map(|_| Crc::new(CrcAlgorithm::Crc32Iscsi)),
+        }
+    }
+
+    pub fn update(&mut self, mut data: &[u8]) {
+        if let Some(m) = &mut self.md5 {
+            m.update(data);
+        }
+        if let Some(c) = &mut self.crc32c {
+            c.update(data);
+        }
+        if let Some((size, filled, cur, done)) = &mut self.parts {
+            while !data.is_empty() {
+                let take = ((*size - *filled) as usize).min(data.len());
+                cur.update(&data[..take]);
+                *filled += take as u64;
+                data = &data[take..];
+                if *filled == *size {
+                    done.push(std::mem::replace(cur, md5::Md5::new()).finalize().into());
+                    *filled = 0;
+                }
+            }
+        }
+    }
+
+    pub fn finish(self) -> Ordered {
+        Ordered {
+            md5: self.md5.map(|m| m.finalize().into()),
+            parts_etag: self.parts.map(|(_, filled, cur, mut done)| {
+                if filled > 0 {
+                    done.push(cur.finalize().into());
+                }
+                checksum::multipart_etag(&done)
+            }),
+            crc32c: self.crc32c.map(|c| c.finalize() as u32),
+        }
+    }
+}
+
+/// The part size an S3 multipart ETag implies, given the size of part 1: every part but the
+/// last has that size, so `N = ceil(size / part1)` must hold.
+pub fn parts_layout(etag: &str, size: u64, part1: u64) -> Option<(u64, String)> {
+    let e = checksum::etag_norm(etag);
+    let (_, n) = e.rsplit_once('-')?;
+    let n: u64 = n.parse().ok()?;
+    (part1 > 0 && size.div_ceil(part1) == n).then_some((part1, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 31 % 251) as u8).collect()
+    }
+
+    #[test]
+    fn parts_etag_is_recomputed_whatever_the_chunking() {
+        let data = bytes(10_000);
+        let md5s: Vec<[u8; 16]> = data
+            .chunks(4096)
+            .map(|c| md5::Md5::digest(c).into())
+            .collect();
+        let etag = checksum::multipart_etag(&md5s);
+        let claims = Claims {
+            parts_etag: parts_layout(&format!("\"{etag}\""), 10_000, 4096),
+            ..Default::default()
+        };
+        assert!(claims.parts_etag.is_some());
+        for chunk in [1, 7, 4096, 5000, 10_000] {
+            let mut h = InOrder::new(&claims);
+            for c in data.chunks(chunk) {
+                h.update(c);
+            }
+            let o = h.finish();
+            assert_eq!(
+                claims.check(checksum::crc64_of(&data), Some(&o)).unwrap(),
+                "source-parts-etag"
+            );
+        }
+        let mut flipped = data.clone();
+        flipped[5000] ^= 1;
+        let mut h = InOrder::new(&claims);
+        h.update(&flipped);
+        assert!(
+            claims
+                .check(checksum::crc64_of(&flipped), Some(&h.finish()))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn layout_must_agree_with_the_part_count() {
+        assert!(parts_layout("abc-3", 10_000, 4096).is_some());
+        assert!(parts_layout("abc-2", 10_000, 4096).is_none());
+        assert!(parts_layout("abc", 10_000, 4096).is_none());
+        assert!(parts_layout("abc-3", 10_000, 0).is_none());
+    }
+
+    #[test]
+    fn crc32c_and_crc64_claims_are_checked() {
+        let data = b"hello world";
+        let claims = Claims {
+            crc32c: Some(0xc99465aa),
+            crc64_meta: Some(checksum::crc64_of(data)),
+            ..Default::default()
+        };
+        let mut h = InOrder::new(&claims);
+        h.update(data);
+        let o = h.finish();
+        assert_eq!(
+            claims.check(checksum::crc64_of(data), Some(&o)).unwrap(),
+            "source-crc64"
+        );
+        assert!(
+            claims
+                .check(checksum::crc64_of(b"hello worle"), Some(&o))
+                .is_err()
+        );
+        let wrong = Claims {
+            crc32c: Some(1),
+            ..Default::default()
+        };
+        assert!(wrong.check(0, Some(&o)).is_err());
+        assert_eq!(Claims::default().check(0, None).unwrap(), "source-size");
+    }
+}
