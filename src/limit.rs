@@ -129,6 +129,9 @@ pub struct Limits {
 
 struct Inner {
     bytes: Option<ByteBucket<DefaultClock>>,
+    /// Byte grants are served one at a time, first come first served (tokio's mutex is fair):
+    /// interleaved pieces of many large grants would finish them all together, late.
+    byte_turn: tokio::sync::Mutex<()>,
     requests: Option<RequestLimiter>,
     window: Arc<Window>,
     bytes_passed: AtomicU64,
@@ -151,6 +154,7 @@ impl Limits {
         Limits {
             inner: Arc::new(Inner {
                 bytes,
+                byte_turn: tokio::sync::Mutex::new(()),
                 requests,
                 window: Arc::new(Window::new(DEFAULT_CONCURRENCY)),
                 bytes_passed: AtomicU64::new(0),
@@ -185,9 +189,15 @@ impl Limits {
             return;
         };
         let start = Instant::now();
+        let _turn = self.inner.byte_turn.lock().await;
         if bucket.take(n).await {
             add_duration(&self.inner.byte_wait_ns, start.elapsed());
         }
+    }
+
+    /// The byte limit in bytes per second, when there is one.
+    pub fn byte_rate(&self) -> Option<u64> {
+        self.inner.bytes.as_ref().map(|b| b.rate)
     }
 
     /// Waits until one more request may start under the request limit.
@@ -371,6 +381,7 @@ impl ByteQuota {
 }
 
 struct ByteBucket<C: Clock> {
+    rate: u64,
     quota: ByteQuota,
     limiter: Limiter<C>,
     /// Bytes taken but not yet charged as a whole cell; always < `quota.cell`.
@@ -383,6 +394,7 @@ impl<C: Clock> ByteBucket<C> {
     fn with_clock(bytes_per_sec: u64, clock: C) -> Self {
         let quota = ByteQuota::for_rate(bytes_per_sec);
         ByteBucket {
+            rate: bytes_per_sec,
             quota,
             limiter: RateLimiter::direct_with_clock(quota.governor_quota(), clock),
             carry: AtomicU64::new(0),

@@ -95,6 +95,8 @@ pub struct Ctx {
     pub counters: Arc<Counters>,
     /// Bytes of part buffers in flight across the run, in MiB permits.
     pub buffers: Arc<tokio::sync::Semaphore>,
+    /// The semaphore's size: a part larger than the whole budget takes all of it (not forever).
+    pub buffer_mib: u32,
 }
 
 /// A byte range of a source object as a stream, pinned to the listed ETag where the store has one.
@@ -218,7 +220,10 @@ fn local_range(
     .boxed()
 }
 
-/// Read a range fully, hashing and rate-limiting as it streams; its length must be exact.
+/// Read a range fully, hashing as it streams; its length must be exact. (`--bwlimit` paces the
+/// writes, not the reads: reads run ahead only as far as the buffers allow, so the upload side
+/// sees a steady rate instead of all parts finishing their paced reads at once and then
+/// bursting.)
 async fn fetch(
     ctx: &Ctx,
     src: &Entry,
@@ -232,7 +237,6 @@ async fn fetch(
     let mut chunks = Vec::new();
     while let Some(chunk) = s.next().await {
         let chunk = chunk?;
-        ctx.limits.take_bytes(chunk.len() as u64).await;
         ctx.counters
             .read_bytes
             .fetch_add(chunk.len() as u64, Relaxed);
@@ -452,6 +456,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         what: "destination key",
         source: e.into(),
     })?;
+    ctx.limits.take_bytes(d.bytes).await;
     ctx.limits.take_request().await;
     ctx.counters.put.fetch_add(1, Relaxed);
     let opts = PutOptions {
@@ -679,7 +684,7 @@ async fn copy_multipart(
                 .end
                 .saturating_sub(range.start)
                 .div_ceil(1 << 20)
-                .max(1) as u32;
+                .clamp(1, u64::from(ctx.buffer_mib)) as u32;
             let _permit = ctx
                 .buffers
                 .acquire_many(mib)
@@ -703,6 +708,7 @@ async fn copy_multipart(
                 }
                 return Ok::<_, CopyError>((idx, p, need_whole_md5.then_some(chunks)));
             }
+            ctx.limits.take_bytes(d.bytes).await;
             ctx.limits.take_request().await;
             ctx.counters.put.fetch_add(1, Relaxed);
             let keep = need_whole_md5.then(|| chunks.clone());
@@ -879,6 +885,7 @@ async fn copy_multipart_streaming(
             None => d.crc64,
             Some(c) => checksum::crc64_combine(c, d.crc64, d.bytes),
         });
+        ctx.limits.take_bytes(d.bytes).await;
         ctx.counters.put.fetch_add(1, Relaxed);
         if let Err(e) = up.put_part(PutPayload::from_iter(chunks)).await {
             let _ = up.abort().await;

@@ -220,7 +220,15 @@ impl Run {
         let src_list = crate::store::list::list_counted(&src, None, list_src.clone());
         let dst_list = crate::store::list::list_counted(&dst, None, list_dst.clone());
         let mut differ = Differ::new(src_list, dst_list);
-        let buffer_mib = (opts.max_buffer >> 20).clamp(1, u32::MAX as u64 >> 1) as usize;
+        // Under a byte limit, reading further ahead than about two seconds of the limit (or two
+        // parts) only makes every buffered part finish its read late and upload in one burst.
+        let max_buffer = match limits.byte_rate() {
+            Some(rate) => opts
+                .max_buffer
+                .min((2 * rate).max(2 * opts.part_rule.preferred_part)),
+            None => opts.max_buffer,
+        };
+        let buffer_mib = (max_buffer >> 20).clamp(1, u32::MAX as u64 >> 1) as usize;
         let ctx = Arc::new(Ctx {
             src,
             dst,
@@ -229,6 +237,7 @@ impl Run {
             journal: journal.clone(),
             counters: counters.clone(),
             buffers: Arc::new(tokio::sync::Semaphore::new(buffer_mib)),
+            buffer_mib: buffer_mib as u32,
         });
         let mut report = Report {
             dry_run: opts.dry_run,
