@@ -70,8 +70,8 @@ pub struct SyncArgs {
 }
 
 const SYNC_HELP: &str = "\
-sync copies new and changed objects (size, then MD5 ETags when both sides have them, then the
-journal kept in the state folder, then one HEAD), and with --delete removes what the source no
+sync copies new and changed objects (by size, the journal kept in the state folder, MD5 ETags
+when both sides have them, and only then one HEAD), and with --delete removes what the source no
 longer has: never after a run with a failed or refused object, never more than --max-delete,
 never an object younger than the destination's minimum storage duration unless
 --allow-early-delete. --dry-run shows all of it. With --json, sync prints one summary object (a
@@ -591,6 +591,15 @@ fn secs(r: &Report) -> Decimal {
     Decimal::from(r.elapsed.as_millis() as u64) / Decimal::from(1000)
 }
 
+/// Run times as a cron line wants them: `0.3 s`, `42.0 s`, then `fmt_duration`'s `1 min 5 s`.
+fn took(secs: Decimal) -> String {
+    if secs < Decimal::from(60) {
+        format!("{} s", secs.round_dp(1))
+    } else {
+        fmt_duration(secs)
+    }
+}
+
 fn one_line(o: &Outcome, src: &str, dst: &str) -> String {
     let r = &o.report;
     let d = &o.deletes;
@@ -605,7 +614,7 @@ fn one_line(o: &Outcome, src: &str, dst: &str) -> String {
         d.requests_delete
     );
     let listing_only = r.requests_get + r.requests_put + r.requests_head + d.requests_delete == 0;
-    let took = fmt_duration(secs(r));
+    let took = took(secs(r));
     if r.copied == 0 && d.deleted == 0 && r.failed.is_empty() && r.refused.is_empty() && !r.dry_run
     {
         return format!(
@@ -715,7 +724,8 @@ fn messages(
     }
     if !d.early_fees.is_zero() {
         info.push(format!(
-            "deleting objects before their minimum storage duration cost {} in early-deletion fees",
+            "deleting objects before their minimum storage duration {} {} in early-deletion fees",
+            if r.dry_run { "would cost" } else { "cost" },
             d.early_fees
         ));
     }

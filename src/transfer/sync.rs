@@ -171,7 +171,7 @@ pub struct DeleteReport {
     pub kept_young_bytes: u64,
     /// What deleting the kept objects now would cost.
     pub kept_fee: Usd,
-    /// Early-deletion fees this run incurred (`--allow-early-delete`).
+    /// Early-deletion fees this run incurred (`--allow-early-delete`; a dry run: would incur).
     pub early_fees: Usd,
     pub allowed: u64,
     pub deleted: u64,
@@ -364,6 +364,12 @@ impl Candidates {
                 match fee {
                     Some(f) => on_fate(&k, size, &Fate::Kept(f)),
                     None if verdict == Verdict::Deleted && p.dry_run => {
+                        if let Some(m) = &p.min_duration
+                            && p.allow_early_delete
+                            && let Some(fee) = self.early_fee_of(&k, size, m)?
+                        {
+                            self.report.early_fees += fee;
+                        }
                         on_fate(&k, size, &Fate::WouldDelete)
                     }
                     None if verdict == Verdict::Deleted => todo.push((k, size)),

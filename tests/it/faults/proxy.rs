@@ -35,6 +35,9 @@ struct Rule {
     left: u32,
 }
 
+/// One request as the proxy saw it: (method, target, headers).
+pub type Seen = (String, String, Vec<(String, String)>);
+
 #[derive(Debug, Default)]
 struct State {
     rules: Vec<Rule>,
@@ -43,7 +46,7 @@ struct State {
     statuses: Vec<(String, u16)>,
     requests: u64,
     /// Every request seen: (method, target, headers).
-    log: Vec<(String, String, Vec<(String, String)>)>,
+    log: Vec<Seen>,
 }
 
 #[derive(Clone)]
@@ -110,7 +113,7 @@ impl Proxy {
 
     /// (method, target, headers) of every request seen, in order.
     #[allow(dead_code)]
-    pub fn log(&self) -> Vec<(String, String, Vec<(String, String)>)> {
+    pub fn log(&self) -> Vec<Seen> {
         self.state.lock().unwrap().log.clone()
     }
 
