@@ -13,6 +13,8 @@
 //! - `objects(key, size, src_etag, src_mtime, state, crc64, md5, dst_etag, verified_by,
 //!   attempts, error, upload_id, part_size, updated)`.
 //! - `parts(key, idx, content_id, crc64, md5, size)`.
+//! - `sync_candidates(key, size, last_modified, e_tag, early_fee, status)`: written by `sync`
+//!   only (see `transfer::sync`), replaced by every run.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};

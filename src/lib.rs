@@ -8,6 +8,7 @@ pub mod checksum;
 pub mod cli;
 pub mod journal;
 pub mod limit;
+pub mod lock;
 pub mod money;
 pub mod plan;
 pub mod probe;

@@ -90,7 +90,7 @@ pub struct ExecArgs {
     pub engine: EngineArgs,
 }
 
-fn usage(m: impl Into<String>) -> CliError {
+pub(super) fn usage(m: impl Into<String>) -> CliError {
     CliError::Usage(m.into())
 }
 
@@ -120,14 +120,14 @@ fn default_limits(catalog: &Catalog, dst: &Store) -> StoreLimits {
         .expect("the catalog has onprem")
 }
 
-struct Resolved {
-    opts: CopyOptions,
-    limits: Limits,
-    journal_path: PathBuf,
-    json: bool,
+pub(super) struct Resolved {
+    pub(super) opts: CopyOptions,
+    pub(super) limits: Limits,
+    pub(super) journal_path: PathBuf,
+    pub(super) json: bool,
 }
 
-fn resolve(
+pub(super) fn resolve(
     e: &EngineArgs,
     catalog: &Catalog,
     src: &Store,
@@ -333,7 +333,7 @@ fn drive(
     })
 }
 
-fn event_json(ev: &Event) -> String {
+pub(super) fn event_json(ev: &Event) -> String {
     let v = match ev {
         Event::Copied {
             key,

@@ -15,6 +15,10 @@ pub enum Exit {
     Partial = 3,
     /// Credentials are missing or refused; the message names the variable or profile needed.
     Credentials = 4,
+    /// `sync --delete`: more deletions than `--max-delete` allows; nothing was deleted.
+    DeleteGuard = 5,
+    /// `sync`: another run holds the lock; nothing was done.
+    Locked = 6,
     /// Stopped by Ctrl-C (or SIGINT) after the objects in flight finished; run again to resume.
     Interrupted = 130,
 }
@@ -37,6 +41,14 @@ pub const TABLE: &[(u8, &str)] = &[
     (
         4,
         "credentials missing or refused: the message names the variable, profile or file that would satisfy it",
+    ),
+    (
+        5,
+        "sync: delete guard tripped (more deletions than --max-delete allows); the copies were made, nothing was deleted",
+    ),
+    (
+        6,
+        "sync: another run holds the lock (the message names its pid and start time); nothing was done",
     ),
     (
         130,

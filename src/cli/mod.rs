@@ -7,6 +7,7 @@ mod ls_cmd;
 mod plan_cmd;
 mod probe_cmd;
 mod providers_cmd;
+mod sync_cmd;
 
 use crate::catalog::{Catalog, CatalogError};
 use clap::{Args, Parser, Subcommand};
@@ -50,6 +51,10 @@ pub enum Command {
     Copy(Box<copy_cmd::CopyArgs>),
     /// Run a plan file written by `plan --save`.
     Exec(Box<copy_cmd::ExecArgs>),
+    /// Keep DST a mirror of SRC from cron: copy new and changed objects, delete behind guards
+    /// (--delete, --max-delete, minimum storage durations), one run at a time, a one-line
+    /// summary, --json and a Prometheus --metrics-file, each run priced.
+    Sync(Box<sync_cmd::SyncArgs>),
     /// Progress of a plan or copy from its journal (no store is contacted).
     Status(copy_cmd::StatusArgs),
 }
@@ -94,6 +99,9 @@ pub enum CliError {
     Probe(#[from] crate::probe::ProbeError),
     #[error("{0}")]
     Usage(String),
+    /// Another run holds the sync lock.
+    #[error("{0}")]
+    Locked(String),
     #[error("{0}")]
     Failure(String),
 }
@@ -120,6 +128,7 @@ impl CliError {
             CliError::Probe(crate::probe::ProbeError::Interrupted { .. }) => Exit::Interrupted,
             CliError::Probe(_) => Exit::Failure,
             CliError::Failure(_) => Exit::Failure,
+            CliError::Locked(_) => Exit::Locked,
         }
     }
 }
@@ -168,6 +177,10 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Copy(args) => {
             let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
             copy_cmd::run_copy(&catalog, &remotes, *args)
+        }
+        Command::Sync(args) => {
+            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            sync_cmd::run_sync(&catalog, &remotes, *args)
         }
         Command::Exec(args) => {
             let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;

@@ -1,6 +1,7 @@
 //! The copy engine: list both sides (sorted, streaming), merge-join with the journal, copy what
 //! differs with a bounded pool of workers under the run's limits, verify every object, journal
-//! the outcome, and report. `exec` (from a plan), `copy` and later `sync` all run this.
+//! the outcome, and report. `exec` (from a plan), `copy` and `sync` all run this; `sync` adds the
+//! keys only at the destination ([`Run::run_with`]) and its guarded delete phase ([`sync`]).
 //!
 //! Memory: listings stream (one entry per side), at most `transfers` objects are in flight, and
 //! part buffers are bounded by `max_buffer` bytes across the run (single PUTs hold one object of at
@@ -9,6 +10,7 @@
 pub mod claims;
 pub mod copy;
 pub mod diff;
+pub mod sync;
 
 use crate::catalog::Limits as StoreLimits;
 use crate::catalog::parts::PartRule;
@@ -17,7 +19,7 @@ use crate::limit::Limits;
 use crate::store::Store;
 use crate::store::list::Entry;
 use copy::{CopyError, Ctx, copy_object};
-use diff::{Decision, Differ, Joined};
+use diff::{Decision, Differ, JoinPolicy, Joined};
 use object_store::{Attribute, GetOptions};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -99,6 +101,14 @@ pub struct Report {
     pub elapsed: Duration,
     pub interrupted: bool,
     pub dry_run: bool,
+    /// Objects listed at the destination (counted only when the join reports destination-only
+    /// keys, i.e. for `sync`).
+    pub dest_objects: u64,
+    /// Keys only at the destination, handed to the caller (sync's deletion candidates).
+    pub dest_only: u64,
+    pub dest_only_bytes: u64,
+    /// Keys only at the destination that `--include`/`--exclude` leave out: never candidates.
+    pub dest_filtered: u64,
 }
 
 /// One line of `--json` output per object, and what the progress display counts.
@@ -198,7 +208,21 @@ async fn same_source_version(ctx: &Ctx, src: &Entry) -> bool {
 impl Run {
     /// Run to the end (or until stopped). Every object ends copied and verified, skipped, or
     /// failed with its error; `on_event` sees each as it happens.
-    pub async fn run(self, mut on_event: impl FnMut(&Event)) -> Result<Report, RunError> {
+    pub async fn run(self, on_event: impl FnMut(&Event)) -> Result<Report, RunError> {
+        self.run_with(JoinPolicy::default(), on_event, |_| Ok(()))
+            .await
+    }
+
+    /// As [`Run::run`], joining with `policy`. With [`JoinPolicy::dest_only`], every key found
+    /// only at the destination (and inside the include/exclude filters) is handed to
+    /// `on_dest_only` in key order as the join passes it; the caller spills it (memory must not
+    /// grow with the listing) and decides later what to do with it.
+    pub async fn run_with(
+        self,
+        policy: JoinPolicy,
+        mut on_event: impl FnMut(&Event),
+        mut on_dest_only: impl FnMut(Entry) -> Result<(), crate::journal::JournalError>,
+    ) -> Result<Report, RunError> {
         let started = Instant::now();
         let Run {
             src,
@@ -219,7 +243,7 @@ impl Run {
         let list_dst = Arc::new(AtomicU64::new(0));
         let src_list = crate::store::list::list_counted(&src, None, list_src.clone());
         let dst_list = crate::store::list::list_counted(&dst, None, list_dst.clone());
-        let mut differ = Differ::new(src_list, dst_list);
+        let mut differ = Differ::with_policy(src_list, dst_list, policy);
         // Under a byte limit, reading further ahead than about two seconds of the limit (or two
         // parts) only makes every buffered part finish its read late and upload in one burst.
         let max_buffer = match limits.byte_rate() {
@@ -352,6 +376,16 @@ impl Run {
                     report.refused.push(Failure { key, error: reason });
                     continue;
                 }
+                Joined::DestOnly(e) => {
+                    if included(&opts, &e.key) {
+                        report.dest_only += 1;
+                        report.dest_only_bytes += e.size;
+                        on_dest_only(e)?;
+                    } else {
+                        report.dest_filtered += 1;
+                    }
+                    continue;
+                }
                 Joined::Action(a) => a,
             };
             if !included(&opts, &action.src.key) {
@@ -359,11 +393,13 @@ impl Run {
                 continue;
             }
             let mut decision = action.decision.clone();
-            if decision == Decision::Check
+            // With MD5 comparison the journal's proof ranks above the ETags (see diff.rs).
+            let journal_first = policy.compare_md5_etags && action.dst.is_some();
+            if (decision == Decision::Check || journal_first)
                 && let Some(j) = &journal
             {
                 let j = j.lock().expect("journal lock");
-                decision = diff::decide(&action.src, action.dst.as_ref(), Some(&j))?;
+                decision = diff::decide_with(&action.src, action.dst.as_ref(), Some(&j), policy)?;
             }
             if decision == Decision::Check {
                 decision = if same_source_version(&ctx, &action.src).await {
@@ -462,6 +498,7 @@ impl Run {
         report.resumed_parts = counters.resumed_parts.load(Relaxed);
         report.aborted_uploads = counters.aborted_uploads.load(Relaxed);
         report.throttle_events = limits.throttle_events();
+        report.dest_objects = differ.dst_objects();
         report.elapsed = started.elapsed();
         Ok(report)
     }

@@ -10,6 +10,7 @@ mod plan_golden;
 mod probe;
 mod resume;
 mod stores;
+mod sync;
 
 use moverctl::catalog::{Catalog, Place};
 use moverctl::plan::corpus::Corpus;

@@ -35,6 +35,9 @@ struct Rule {
     left: u32,
 }
 
+/// One request as the proxy saw it: (method, target, headers).
+pub type Seen = (String, String, Vec<(String, String)>);
+
 #[derive(Debug, Default)]
 struct State {
     rules: Vec<Rule>,
@@ -42,6 +45,8 @@ struct State {
     /// Upstream status of each faulted request that reached the upstream: (target, status).
     statuses: Vec<(String, u16)>,
     requests: u64,
+    /// Every request seen: (method, target, headers).
+    log: Vec<Seen>,
 }
 
 #[derive(Clone)]
@@ -104,6 +109,12 @@ impl Proxy {
 
     pub fn requests(&self) -> u64 {
         self.state.lock().unwrap().requests
+    }
+
+    /// (method, target, headers) of every request seen, in order.
+    #[allow(dead_code)]
+    pub fn log(&self) -> Vec<Seen> {
+        self.state.lock().unwrap().log.clone()
     }
 
     pub fn unspent(&self) -> Vec<String> {
@@ -273,6 +284,10 @@ async fn serve(
     let method = parts.next().unwrap_or_default().to_string();
     let target = parts.next().unwrap_or_default().to_string();
     let body_len = req.content_length();
+    st.lock()
+        .unwrap()
+        .log
+        .push((method.clone(), target.clone(), req.headers.clone()));
     assert!(
         req.get("transfer-encoding").is_none(),
         "the proxy expects Content-Length request bodies: {}",
