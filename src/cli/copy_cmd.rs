@@ -28,6 +28,10 @@ pub struct EngineArgs {
     /// Parts of one large object in flight at the same time.
     #[arg(long, default_value_t = 4)]
     pub part_concurrency: usize,
+    /// Read each part of a large object with its own ranged GET (parallel streams, which can
+    /// help over long-distance links) instead of one GET per object split as it streams.
+    #[arg(long)]
+    pub ranged_reads: bool,
     /// Preferred multipart part size (raised to fit the destination's limits).
     #[arg(long)]
     pub part_size: Option<String>,
@@ -195,6 +199,7 @@ pub(super) fn resolve(
         opts: CopyOptions {
             transfers: e.transfers,
             part_concurrency: e.part_concurrency,
+            ranged_reads: e.ranged_reads,
             part_rule: rule,
             dst_limits,
             max_buffer,

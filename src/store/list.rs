@@ -292,3 +292,21 @@ fn paged(
     })
     .boxed()
 }
+
+/// Drives `stream` on its own task, up to `ahead` entries in front of the consumer, so that two
+/// listings (source and destination) page concurrently instead of one after the other. Memory is
+/// bounded by `ahead`; the task ends when the consumer drops the stream.
+pub fn prefetch<T: Send + 'static>(
+    mut stream: BoxStream<'static, T>,
+    ahead: usize,
+) -> BoxStream<'static, T> {
+    let (tx, rx) = tokio::sync::mpsc::channel(ahead.max(1));
+    tokio::spawn(async move {
+        while let Some(item) = stream.next().await {
+            if tx.send(item).await.is_err() {
+                break;
+            }
+        }
+    });
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|v| (v, rx)) }).boxed()
+}

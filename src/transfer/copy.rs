@@ -97,6 +97,9 @@ pub struct Ctx {
     pub buffers: Arc<tokio::sync::Semaphore>,
     /// The semaphore's size: a part larger than the whole budget takes all of it (not forever).
     pub buffer_mib: u32,
+    /// Large objects are read with one GET each (split into parts as they stream); false: one
+    /// ranged GET per part.
+    pub sequential_reads: bool,
 }
 
 /// A byte range of a source object as a stream, pinned to the listed ETag where the store has one.
@@ -260,10 +263,10 @@ fn source_md5(ctx: &Ctx, src: &Entry) -> Option<[u8; 16]> {
     src.e_tag.as_deref().and_then(checksum::etag_md5)
 }
 
-/// What the source claims before its bytes are read: the listing's MD5 ETag; with `head`, what
-/// a HEAD shows (moverctl's CRC64, Azure/GCS digest properties, S3's stored CRC64 with checksum
-/// mode); for an S3 multipart ETag, the part size from a HEAD of part 1 so the ETag can be
-/// recomputed. A HEAD that fails is not fatal (the read will say what is wrong), except that a
+/// What the source claims before its bytes are read: the listing's MD5 ETag; for an S3
+/// multipart ETag, the part size from a HEAD of part 1 so the ETag can be recomputed; otherwise,
+/// with `head` and no MD5 yet, what one HEAD shows (moverctl's CRC64, Azure/GCS digest
+/// properties, S3's stored CRC64 with checksum mode). A HEAD that fails is not fatal (the read will say what is wrong), except that a
 /// changed source is reported as such.
 async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyError> {
     let mut c = Claims {
@@ -278,7 +281,21 @@ async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyErro
             .e_tag
             .as_deref()
             .is_some_and(|e| checksum::etag_norm(e).contains('-'));
-    if head {
+    if multipart_etag && let Some(s3) = &ctx.src.s3 {
+        // One HEAD of part 1: its length is the source's part size, so the multipart ETag can
+        // be recomputed; moverctl's metadata comes with it.
+        if let Some(h) = raw_head(ctx, s3, src, Some(1)).await? {
+            if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
+                c.add_meta_crc64(v);
+            }
+            if let (Some(len), Some(e)) = (
+                h.get("content-length").and_then(|v| v.parse().ok()),
+                &src.e_tag,
+            ) {
+                c.parts_etag = claims::parts_layout(e, src.size, len);
+            }
+        }
+    } else if head && c.md5.is_none() {
         if let Some(s3) = &ctx.src.s3 {
             if let Some(h) = raw_head(ctx, s3, src, None).await? {
                 c.add_headers(&h, false);
@@ -319,16 +336,6 @@ async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyErro
                 Err(_) => {}
             }
         }
-    }
-    if multipart_etag
-        && c.crc64_meta.is_none()
-        && c.crc64_stored.is_none()
-        && let Some(s3) = &ctx.src.s3
-        && let Some(h) = raw_head(ctx, s3, src, Some(1)).await?
-        && let Some(len) = h.get("content-length").and_then(|v| v.parse().ok())
-        && let Some(e) = &src.e_tag
-    {
-        c.parts_etag = claims::parts_layout(e, src.size, len);
     }
     Ok(c)
 }
@@ -570,6 +577,58 @@ async fn verify_after_write(
     Ok("dest-size".into())
 }
 
+/// Splits one streaming read of a whole object into parts, hashing each.
+struct Splitter {
+    stream: BoxStream<'static, Result<Bytes, CopyError>>,
+    left: Option<Bytes>,
+}
+
+impl Splitter {
+    fn new(stream: BoxStream<'static, Result<Bytes, CopyError>>) -> Splitter {
+        Splitter { stream, left: None }
+    }
+
+    /// The next `len` bytes with their digests; with `last`, the stream must end there.
+    async fn next_part(
+        &mut self,
+        ctx: &Ctx,
+        len: u64,
+        last: bool,
+    ) -> Option<Result<(Vec<Bytes>, Digests), CopyError>> {
+        let mut h = Hasher::new(true);
+        let mut chunks = Vec::new();
+        let mut got = 0u64;
+        while got < len {
+            let mut c = match self.left.take() {
+                Some(c) => c,
+                None => match self.stream.next().await {
+                    Some(Ok(c)) => c,
+                    Some(Err(e)) => return Some(Err(e)),
+                    None => break,
+                },
+            };
+            if got + c.len() as u64 > len {
+                self.left = Some(c.split_off((len - got) as usize));
+            }
+            got += c.len() as u64;
+            ctx.counters.read_bytes.fetch_add(c.len() as u64, Relaxed);
+            h.update(&c);
+            chunks.push(c);
+        }
+        let extra = last
+            && (self.left.is_some()
+                || matches!(self.stream.next().await, Some(Ok(c)) if !c.is_empty()));
+        if got != len || extra {
+            return Some(Err(CopyError::Mismatch(format!(
+                "the source returned {} bytes where the listing promised {}",
+                if extra { "more" } else { "fewer" },
+                "its size"
+            ))));
+        }
+        Some(Ok((chunks, h.finish())))
+    }
+}
+
 async fn copy_multipart(
     ctx: &Ctx,
     src: &Entry,
@@ -674,23 +733,50 @@ async fn copy_multipart(
     // Azure answers each Put Block with the MD5 of the block it received.
     let block_md5 = ctx.dst.kind == Kind::Azure;
     let blocks_unchecked = &std::sync::atomic::AtomicBool::new(false);
-    let part_futs = ranges.iter().cloned().enumerate().map(|(idx, range)| {
+    // Parts come from one GET of the whole object, split as it streams (one request per object,
+    // like a plain download), or, when reads would stall longer than a connection tolerates
+    // (a --bwlimit far below the part size per 20 s), from one ranged GET each.
+    let sequential = ctx.sequential_reads;
+    let reader = Arc::new(tokio::sync::Mutex::new(
+        sequential.then(|| Splitter::new(read_range(ctx, src, 0..src.size, None))),
+    ));
+    let reads = stream::iter(ranges.iter().cloned().enumerate())
+        .then(|(idx, range)| {
+            let reader = reader.clone();
+            async move {
+                let mib = range
+                    .end
+                    .saturating_sub(range.start)
+                    .div_ceil(1 << 20)
+                    .clamp(1, u64::from(ctx.buffer_mib)) as u32;
+                let permit = ctx
+                    .buffers
+                    .clone()
+                    .acquire_many_owned(mib)
+                    .await
+                    .expect("buffer semaphore open");
+                let got = match reader.lock().await.as_mut() {
+                    Some(sp) => {
+                        sp.next_part(ctx, range.end - range.start, range.end == src.size)
+                            .await
+                    }
+                    None => None,
+                };
+                (idx, range, permit, got)
+            }
+        })
+        .boxed();
+    let part_futs = reads.map(|(idx, range, permit, got)| {
         let prior = done[idx].clone();
         let mp = mp.clone();
         let path = path.clone();
         let id = id.clone();
         async move {
-            let mib = range
-                .end
-                .saturating_sub(range.start)
-                .div_ceil(1 << 20)
-                .clamp(1, u64::from(ctx.buffer_mib)) as u32;
-            let _permit = ctx
-                .buffers
-                .acquire_many(mib)
-                .await
-                .expect("buffer semaphore open");
-            let (chunks, d) = fetch(ctx, src, range.clone(), true, None).await?;
+            let _permit = permit;
+            let (chunks, d) = match got {
+                Some(r) => r?,
+                None => fetch(ctx, src, range.clone(), true, None).await?,
+            };
             if let Some(p) = prior
                 && p.size == d.bytes
                 && p.crc64 == checksum::crc64_hex(d.crc64)
@@ -753,7 +839,10 @@ async fn copy_multipart(
             Ok((idx, rec, keep))
         }
     });
-    let mut stream = stream::iter(part_futs).buffered(ctx.opts.part_concurrency.max(1));
+    let mut stream = part_futs
+        .boxed()
+        .buffered(ctx.opts.part_concurrency.max(1))
+        .boxed();
     let mut part_ids = Vec::with_capacity(parts as usize);
     let mut md5s = Vec::with_capacity(parts as usize);
     let mut crc: Option<u64> = None;

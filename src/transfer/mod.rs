@@ -17,7 +17,10 @@ use crate::catalog::parts::PartRule;
 use crate::journal::{Journal, ObjectRecord, State};
 use crate::limit::Limits;
 use crate::store::Store;
-use crate::store::list::Entry;
+use crate::store::list::{Entry, list_counted, prefetch};
+
+/// Listing entries buffered ahead of the join, per side (about two S3 pages).
+const LIST_AHEAD: usize = 2048;
 use copy::{CopyError, Ctx, copy_object};
 use diff::{Decision, Differ, JoinPolicy, Joined};
 use object_store::{Attribute, GetOptions};
@@ -38,6 +41,8 @@ pub enum Verify {
 pub struct CopyOptions {
     pub transfers: usize,
     pub part_concurrency: usize,
+    /// One ranged GET per part of a large object instead of one GET per object.
+    pub ranged_reads: bool,
     pub part_rule: PartRule,
     pub dst_limits: StoreLimits,
     pub max_buffer: u64,
@@ -137,6 +142,14 @@ pub enum Event {
         key: String,
         reason: String,
     },
+}
+
+/// How a task of the pool ended.
+enum Done {
+    /// Copied and verified; the reason when the decision was made in the task (after a check).
+    Copied(copy::Outcome, Option<&'static str>),
+    Skipped(&'static str),
+    WouldCopy(&'static str),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -241,8 +254,9 @@ impl Run {
         let counters = opts.counters.clone().unwrap_or_default();
         let list_src = Arc::new(AtomicU64::new(0));
         let list_dst = Arc::new(AtomicU64::new(0));
-        let src_list = crate::store::list::list_counted(&src, None, list_src.clone());
-        let dst_list = crate::store::list::list_counted(&dst, None, list_dst.clone());
+        // Both listings page at the same time (each a few pages ahead of the join).
+        let src_list = prefetch(list_counted(&src, None, list_src.clone()), LIST_AHEAD);
+        let dst_list = prefetch(list_counted(&dst, None, list_dst.clone()), LIST_AHEAD);
         let mut differ = Differ::with_policy(src_list, dst_list, policy);
         // Under a byte limit, reading further ahead than about two seconds of the limit (or two
         // parts) only makes every buffered part finish its read late and upload in one burst.
@@ -262,6 +276,12 @@ impl Run {
             counters: counters.clone(),
             buffers: Arc::new(tokio::sync::Semaphore::new(buffer_mib)),
             buffer_mib: buffer_mib as u32,
+            // One GET per large object, unless the byte limit is so low that a part would wait
+            // longer than ~20 s for its turn (an idle connection may be closed by then).
+            sequential_reads: !opts.ranged_reads
+                && limits
+                    .byte_rate()
+                    .is_none_or(|r| r.saturating_mul(20) >= opts.part_rule.preferred_part),
         });
         let mut report = Report {
             dry_run: opts.dry_run,
@@ -270,7 +290,7 @@ impl Run {
         let mut pending: Vec<ObjectRecord> = Vec::new();
         let mut last_flush = Instant::now();
         let slots = Arc::new(tokio::sync::Semaphore::new(opts.transfers.max(1)));
-        let mut tasks: tokio::task::JoinSet<(Entry, Result<copy::Outcome, CopyError>, u32)> =
+        let mut tasks: tokio::task::JoinSet<(Entry, Result<Done, CopyError>, u32)> =
             tokio::task::JoinSet::new();
 
         let flush = |pending: &mut Vec<ObjectRecord>| -> Result<(), RunError> {
@@ -287,8 +307,39 @@ impl Run {
             |report: &mut Report,
              pending: &mut Vec<ObjectRecord>,
              on_event: &mut dyn FnMut(&Event),
-             (entry, res, attempts): (Entry, Result<copy::Outcome, CopyError>, u32)| {
+             (entry, res, attempts): (Entry, Result<Done, CopyError>, u32)| {
                 report.retries += u64::from(attempts.saturating_sub(1));
+                let res = match res {
+                    Ok(Done::Skipped(reason)) => {
+                        report.skipped += 1;
+                        report.skipped_bytes += entry.size;
+                        *report.reasons.entry(reason.to_string()).or_default() += 1;
+                        on_event(&Event::Skipped {
+                            key: entry.key,
+                            bytes: entry.size,
+                            reason: reason.into(),
+                        });
+                        return;
+                    }
+                    Ok(Done::WouldCopy(reason)) => {
+                        *report.reasons.entry(reason.to_string()).or_default() += 1;
+                        report.copied += 1;
+                        report.copied_bytes += entry.size;
+                        on_event(&Event::WouldCopy {
+                            key: entry.key,
+                            bytes: entry.size,
+                            reason: reason.into(),
+                        });
+                        return;
+                    }
+                    Ok(Done::Copied(o, reason)) => {
+                        if let Some(r) = reason {
+                            *report.reasons.entry(r.to_string()).or_default() += 1;
+                        }
+                        Ok(o)
+                    }
+                    Err(e) => Err(e),
+                };
                 match res {
                     Ok(o) => {
                         report.copied += 1;
@@ -401,13 +452,6 @@ impl Run {
                 let j = j.lock().expect("journal lock");
                 decision = diff::decide_with(&action.src, action.dst.as_ref(), Some(&j), policy)?;
             }
-            if decision == Decision::Check {
-                decision = if same_source_version(&ctx, &action.src).await {
-                    Decision::Skip("same source version")
-                } else {
-                    Decision::Copy("unproven")
-                };
-            }
             match decision {
                 Decision::Skip(reason) => {
                     report.skipped += 1;
@@ -429,8 +473,13 @@ impl Run {
                         reason: reason.into(),
                     });
                 }
-                Decision::Copy(reason) => {
-                    *report.reasons.entry(reason.to_string()).or_default() += 1;
+                Decision::Copy(_) | Decision::Check => {
+                    // A check (one HEAD of the destination) runs in the pool like a copy, so
+                    // that a re-run without a journal is not one HEAD after another.
+                    let check = decision == Decision::Check;
+                    if let Decision::Copy(reason) = decision {
+                        *report.reasons.entry(reason.to_string()).or_default() += 1;
+                    }
                     let permit = slots.clone().acquire_owned().await.expect("slots open");
                     // Finish whatever completed while we waited for a slot.
                     while let Some(done) = tasks.try_join_next() {
@@ -445,6 +494,17 @@ impl Run {
                     let entry = action.src;
                     tasks.spawn(async move {
                         let _permit = permit;
+                        let mut reason = None;
+                        if check {
+                            let _slot = ctx.limits.acquire_slot().await;
+                            if same_source_version(&ctx, &entry).await {
+                                return (entry, Ok(Done::Skipped("same source version")), 1);
+                            }
+                            if ctx.opts.dry_run {
+                                return (entry, Ok(Done::WouldCopy("unproven")), 1);
+                            }
+                            reason = Some("unproven");
+                        }
                         let mut attempt = 0u32;
                         loop {
                             attempt += 1;
@@ -453,7 +513,7 @@ impl Run {
                             match res {
                                 Ok(o) => {
                                     ctx.limits.on_success();
-                                    return (entry, Ok(o), attempt);
+                                    return (entry, Ok(Done::Copied(o, reason)), attempt);
                                 }
                                 Err(e) => {
                                     // (Slow-downs object_store absorbed were already reported
@@ -473,7 +533,6 @@ impl Run {
                         }
                     });
                 }
-                Decision::Check => unreachable!("resolved above"),
             }
         }
         while let Some(done) = tasks.join_next().await {
