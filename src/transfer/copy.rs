@@ -438,6 +438,16 @@ pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
 async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     // Only an S3 multipart ETag needs a request before reading (the source's part size).
     let seen: Seen = Arc::new(Mutex::new(discover(ctx, src, false).await?));
+    // The object is held whole until it is written: it counts against the run's buffer budget.
+    let mib = src
+        .size
+        .div_ceil(1 << 20)
+        .clamp(1, u64::from(ctx.buffer_mib)) as u32;
+    let _permit = ctx
+        .buffers
+        .acquire_many(mib)
+        .await
+        .expect("buffer semaphore open");
     let (chunks, d) = fetch(ctx, src, 0..src.size, true, Some(seen.clone())).await?;
     let claims = seen.lock().expect("claims lock").clone();
     let ordered = {

@@ -3,9 +3,10 @@
 //! the outcome, and report. `exec` (from a plan), `copy` and `sync` all run this; `sync` adds the
 //! keys only at the destination ([`Run::run_with`]) and its guarded delete phase ([`sync`]).
 //!
-//! Memory: listings stream (one entry per side), at most `transfers` objects are in flight, and
-//! part buffers are bounded by `max_buffer` bytes across the run (single PUTs hold one object of at
-//! most the multipart threshold each): roughly `transfers × threshold + max_buffer`.
+//! Memory: listings stream (a bounded number of entries ahead per side), at most `transfers`
+//! objects are in flight, and every byte held between reading and writing (whole small objects,
+//! parts of large ones) counts against one budget of `max_buffer` bytes for the run: memory is
+//! about `max_buffer` plus a few MiB.
 
 pub mod claims;
 pub mod copy;
