@@ -25,6 +25,8 @@
 #   SEED=42              corpus seed        KEEP=1   keep the generated corpora in target/bench
 #   RUN_TIMEOUT=1800     seconds before one run is killed (counted as failed)
 #   BENCH_DIR            work dir (default target/bench)
+#   MOVERCTL_GARAGE_DB=lmdb   metadata engine of Garage instances this script starts (running
+#                        servers are reused as they are; machine.txt records the engine)
 #   OUT_NAME             full-run report name: bench/results/OUT_NAME.md (default: the date)
 # Exit status: 0 when every run succeeded and was checked; 1 otherwise, and also when an
 # acceptance check fails (listing RSS +20 %, --bwlimit off by > 5 %); the report lists why.
@@ -139,6 +141,8 @@ cleanup() {
 }
 trap cleanup EXIT
 log "starting (or reusing) the test servers"
+# Garage's default (and fast) metadata engine for new instances; see scripts/servers.sh.
+export MOVERCTL_GARAGE_DB="${MOVERCTL_GARAGE_DB:-lmdb}"
 "$ROOT/scripts/servers.sh" start >&2
 # shellcheck disable=SC1090
 source "$ENV_FILE"
@@ -197,7 +201,7 @@ RCLONE=(env -u AWS_CA_BUNDLE rclone)
   echo "kernel: $(uname -r)"
   echo "moverctl: $("$MOVERCTL" --version) at $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && [[ -n $(git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null) ]] && echo ' (src has uncommitted changes from concurrent work)')"
   echo "rclone: $("${RCLONE[@]}" version 2>/dev/null | head -1)"
-  echo "server: Garage $("${MOVERCTL_TOOLS:-$HOME/.cache/moverctl/tools}/bin/garage" --version 2>/dev/null | head -1 || true) garage-a pid $GARAGE_PID, 127.0.0.1; buckets $SRC_BUCKET -> $DST_BUCKET"
+  echo "server: Garage $("${MOVERCTL_TOOLS:-$HOME/.cache/moverctl/tools}/bin/garage" --version 2>/dev/null | head -1 || true) garage-a pid $GARAGE_PID, 127.0.0.1, $(grep -o 'db_engine = "[a-z]*"' "$MOVERCTL_TEST_SERVERS_DIR/garage-a/garage.toml" 2>/dev/null || echo 'db_engine ?'); buckets $SRC_BUCKET -> $DST_BUCKET"
   echo "corpora: small ${SMALL_N} x ${SMALL_SIZE} B, large ${LARGE_N} x ${LARGE_SIZE} B, part size ${PART_MIB} MiB, seed $SEED"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$MACHINE"
