@@ -200,12 +200,14 @@ impl Journal {
     }
 
     pub fn get(&self, key: &str) -> Result<Option<ObjectRecord>, JournalError> {
+        // Called once per listed key: the statement is prepared once per connection.
         self.conn
-            .query_row(
+            .prepare_cached(
                 "SELECT key, size, src_etag, src_mtime, state, crc64, md5, dst_etag, verified_by, attempts, error,
                         upload_id, part_size FROM objects WHERE key = ?1",
-                [key],
-                |r| {
+            )
+            .map_err(|e| self.db(e))?
+            .query_row([key], |r| {
                     Ok(ObjectRecord {
                         key: r.get(0)?,
                         size: r.get::<_, i64>(1)? as u64,
@@ -221,8 +223,7 @@ impl Journal {
                         upload_id: r.get(11)?,
                         part_size: r.get::<_, Option<i64>>(12)?.map(|v| v as u64),
                     })
-                },
-            )
+            })
             .optional()
             .map_err(|e| self.db(e))
     }

@@ -39,7 +39,7 @@ pub struct EngineArgs {
     #[arg(long)]
     pub multipart_threshold: Option<String>,
     /// Upper bound for part buffers held in memory across the run.
-    #[arg(long, default_value = "256MiB")]
+    #[arg(long, default_value = "128MiB")]
     pub max_buffer: String,
     /// Bandwidth limit over the whole run, e.g. 200MiB/s or 1Gbps.
     #[arg(long)]

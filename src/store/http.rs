@@ -117,11 +117,19 @@ tokio::task_local! {
 }
 
 /// Where the responses of calls made inside [`Capture::scope`] leave their digest headers (the
-/// last response wins: object_store's own retries overwrite earlier attempts).
+/// last response wins: object_store's own retries overwrite earlier attempts), and optionally
+/// the MD5 to send as `Content-MD5` with the PUT made inside it (S3 checks it against the body it
+/// receives and refuses a mismatch with `BadDigest`; SigV4 does not sign the header, so adding
+/// it after object_store signed the request is valid).
 #[derive(Debug, Clone, Default)]
-pub struct Capture(Arc<Mutex<Option<DigestHeaders>>>);
+pub struct Capture(Arc<Mutex<Option<DigestHeaders>>>, Option<[u8; 16]>);
 
 impl Capture {
+    /// A capture that also sends `md5` as `Content-MD5` with the PUT made inside it.
+    pub fn sending_md5(md5: Option<[u8; 16]>) -> Capture {
+        Capture(Arc::default(), md5)
+    }
+
     pub async fn scope<F: std::future::Future>(&self, f: F) -> F::Output {
         CAPTURE.scope(self.clone(), f).await
     }
@@ -175,15 +183,21 @@ impl Observer {
 }
 
 /// The connector object_store's builders take: reqwest, as object_store would build it, wrapped.
+/// With `send_md5` (S3 only: Azure's shared-key signature covers `Content-MD5`, so it cannot be
+/// added after signing), PUTs inside a [`Capture::sending_md5`] scope carry `Content-MD5`.
 #[derive(Debug, Clone)]
-pub struct ObservingConnector(pub Arc<Observer>);
+pub struct ObservingConnector {
+    pub observer: Arc<Observer>,
+    pub send_md5: bool,
+}
 
 impl HttpConnector for ObservingConnector {
     fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
         let client = ReqwestConnector::default().connect(options)?;
         Ok(HttpClient::new(Observed {
             inner: client,
-            observer: self.0.clone(),
+            observer: self.observer.clone(),
+            send_md5: self.send_md5,
         }))
     }
 }
@@ -192,11 +206,23 @@ impl HttpConnector for ObservingConnector {
 struct Observed {
     inner: HttpClient,
     observer: Arc<Observer>,
+    send_md5: bool,
 }
 
 #[async_trait::async_trait]
 impl HttpService for Observed {
-    async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
+    async fn call(&self, mut req: HttpRequest) -> Result<HttpResponse, HttpError> {
+        if req.method() == http::Method::PUT
+            && self.send_md5
+            && let Ok(Some(md5)) = CAPTURE.try_with(|c| c.1)
+        {
+            use base64::Engine;
+            let v = base64::engine::general_purpose::STANDARD.encode(md5);
+            if let Ok(v) = http::HeaderValue::from_str(&v) {
+                req.headers_mut()
+                    .insert(http::HeaderName::from_static("content-md5"), v);
+            }
+        }
         let mut res = self.inner.execute(req).await?;
         self.observer.saw(res.status().as_u16());
         let found = DigestHeaders::of(res.headers());

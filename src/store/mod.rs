@@ -151,7 +151,14 @@ pub fn build_s3(
         .with_allow_http(allow_http)
         .with_virtual_hosted_style_request(!path_style && endpoint.is_none())
         .with_client_options(client_options(allow_http))
-        .with_http_connector(http::ObservingConnector(observer))
+        .with_http_connector(http::ObservingConnector {
+            observer,
+            send_md5: true,
+        })
+        // The payload is not hashed into the signature (SHA-256 of every byte on both ends):
+        // moverctl sends the MD5 it computed while reading as Content-MD5, which the server checks
+        // against the body (BadDigest), and compares the ETag it gets back.
+        .with_unsigned_payload(true)
         .with_retry(retry_config());
     if let Some(e) = &endpoint {
         b = b.with_endpoint(e);
@@ -224,7 +231,10 @@ impl Store {
                 let mut b = GoogleCloudStorageBuilder::new()
                     .with_bucket_name(bucket)
                     .with_client_options(client_options(true))
-                    .with_http_connector(http::ObservingConnector(observer.clone()))
+                    .with_http_connector(http::ObservingConnector {
+                        observer: observer.clone(),
+                        send_md5: false,
+                    })
                     .with_retry(retry_config());
                 b = match sa {
                     Some(path) => b.with_service_account_path(path.display().to_string()),
@@ -260,7 +270,10 @@ impl Store {
                     .with_container_name(container)
                     .with_allow_http(allow_http)
                     .with_client_options(client_options(allow_http))
-                    .with_http_connector(http::ObservingConnector(observer.clone()))
+                    .with_http_connector(http::ObservingConnector {
+                        observer: observer.clone(),
+                        send_md5: false,
+                    })
                     .with_retry(retry_config());
                 if let Some(a) = &account {
                     b = b.with_account(a);

@@ -71,8 +71,23 @@ impl CopyError {
 fn store_err(what: &'static str) -> impl Fn(object_store::Error) -> CopyError {
     move |source| match source {
         object_store::Error::Precondition { .. } => CopyError::SourceChanged,
+        // The server compared the body with the Content-MD5 moverctl sent and refused it.
+        source if is_digest_refusal(&source) => CopyError::Mismatch(format!(
+            "{what}: the store received different bytes than were sent (it refused their MD5)"
+        )),
         source => CopyError::Store { what, source },
     }
+}
+
+fn is_digest_refusal(e: &object_store::Error) -> bool {
+    let t = e.to_string();
+    [
+        "<Code>BadDigest</Code>",
+        "<Code>InvalidDigest</Code>",
+        "Md5Mismatch",
+    ]
+    .iter()
+    .any(|m| t.contains(m))
 }
 
 /// What a verified copy produced.
@@ -480,7 +495,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         attributes: metadata(ctx, src, Some(d.crc64)),
         ..Default::default()
     };
-    let cap = Capture::default();
+    let cap = Capture::sending_md5(d.md5);
     let res = cap
         .scope(
             ctx.dst
@@ -591,11 +606,21 @@ async fn verify_after_write(
 struct Splitter {
     stream: BoxStream<'static, Result<Bytes, CopyError>>,
     left: Option<Bytes>,
+    /// The whole object's in-order digests, when the source's claims need them (the bytes pass
+    /// here in order, so no part has to be kept for them).
+    in_order: Option<InOrder>,
 }
 
 impl Splitter {
-    fn new(stream: BoxStream<'static, Result<Bytes, CopyError>>) -> Splitter {
-        Splitter { stream, left: None }
+    fn new(
+        stream: BoxStream<'static, Result<Bytes, CopyError>>,
+        in_order: Option<InOrder>,
+    ) -> Splitter {
+        Splitter {
+            stream,
+            left: None,
+            in_order,
+        }
     }
 
     /// The next `len` bytes with their digests; with `last`, the stream must end there.
@@ -623,6 +648,9 @@ impl Splitter {
             got += c.len() as u64;
             ctx.counters.read_bytes.fetch_add(c.len() as u64, Relaxed);
             h.update(&c);
+            if let Some(w) = &mut self.in_order {
+                w.update(&c);
+            }
             chunks.push(c);
         }
         let extra = last
@@ -747,9 +775,12 @@ async fn copy_multipart(
     // like a plain download), or, when reads would stall longer than a connection tolerates
     // (a --bwlimit far below the part size per 20 s), from one ranged GET each.
     let sequential = ctx.sequential_reads;
-    let reader = Arc::new(tokio::sync::Mutex::new(
-        sequential.then(|| Splitter::new(read_range(ctx, src, 0..src.size, None))),
-    ));
+    let reader = Arc::new(tokio::sync::Mutex::new(sequential.then(|| {
+        Splitter::new(
+            read_range(ctx, src, 0..src.size, None),
+            need_whole_md5.then(|| InOrder::new(&claims)),
+        )
+    })));
     let reads = stream::iter(ranges.iter().cloned().enumerate())
         .then(|(idx, range)| {
             let reader = reader.clone();
@@ -802,13 +833,14 @@ async fn copy_multipart(
                 {
                     e.0 += d.bytes;
                 }
-                return Ok::<_, CopyError>((idx, p, need_whole_md5.then_some(chunks)));
+                let keep = (need_whole_md5 && !sequential).then_some((chunks, _permit));
+                return Ok::<_, CopyError>((idx, p, keep));
             }
             ctx.limits.take_bytes(d.bytes).await;
             ctx.limits.take_request().await;
             ctx.counters.put.fetch_add(1, Relaxed);
-            let keep = need_whole_md5.then(|| chunks.clone());
-            let cap = Capture::default();
+            let keep_chunks = (need_whole_md5 && !sequential).then(|| chunks.clone());
+            let cap = Capture::sending_md5(d.md5);
             let part_id = cap
                 .scope(mp.put_part(&path, &id, idx, PutPayload::from_iter(chunks)))
                 .await
@@ -846,7 +878,8 @@ async fn copy_multipart(
             if let Some(j) = &ctx.journal {
                 j.lock().expect("journal lock").put_part(&src.key, &rec)?;
             }
-            Ok((idx, rec, keep))
+            // Chunks kept for the in-order hash keep their buffer permit until hashed.
+            Ok((idx, rec, keep_chunks.map(|c| (c, _permit))))
         }
     });
     let mut stream = part_futs
@@ -856,7 +889,7 @@ async fn copy_multipart(
     let mut part_ids = Vec::with_capacity(parts as usize);
     let mut md5s = Vec::with_capacity(parts as usize);
     let mut crc: Option<u64> = None;
-    let mut whole = need_whole_md5.then(|| InOrder::new(&claims));
+    let mut whole = (need_whole_md5 && !sequential).then(|| InOrder::new(&claims));
     while let Some(r) = stream.next().await {
         let (_, rec, keep) = match r {
             Ok(v) => v,
@@ -876,7 +909,7 @@ async fn copy_multipart(
             None => part_crc,
             Some(c) => checksum::crc64_combine(c, part_crc, rec.size),
         });
-        if let (Some(w), Some(chunks)) = (whole.as_mut(), keep) {
+        if let (Some(w), Some((chunks, _permit))) = (whole.as_mut(), keep) {
             for c in &chunks {
                 w.update(c);
             }
@@ -887,7 +920,15 @@ async fn copy_multipart(
         });
     }
     drop(stream);
-    let ordered = whole.map(InOrder::finish);
+    let ordered = match whole {
+        Some(w) => Some(w.finish()),
+        None => reader
+            .lock()
+            .await
+            .take()
+            .and_then(|sp| sp.in_order)
+            .map(InOrder::finish),
+    };
     let read_side = match claims.check(crc.unwrap_or(0), ordered.as_ref()) {
         Ok(l) => l,
         Err(e) => {

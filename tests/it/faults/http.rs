@@ -215,7 +215,7 @@ async fn proxy_flipped_request_bodies_are_rejected_and_retried() {
     eprintln!("report: {:?}", out.report);
     assert!(t.proxy.unspent().is_empty(), "{:?}", t.proxy.unspent());
     assert_all_copied(&out, 3);
-    // Garage refused each corrupt body (the payload SHA-256 is signed) with a 4xx, which
+    // Garage refused each corrupt body (its Content-MD5 did not match: BadDigest) with a 4xx, which
     // object_store does not retry: each cost one moverctl attempt.
     let st = t.proxy.upstream_statuses();
     assert_eq!(st.len(), 4, "{st:?}");
