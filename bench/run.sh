@@ -25,6 +25,7 @@
 #   SEED=42              corpus seed        KEEP=1   keep the generated corpora in target/bench
 #   RUN_TIMEOUT=1800     seconds before one run is killed (counted as failed)
 #   BENCH_DIR            work dir (default target/bench)
+#   BENCH_PROFILE=debug  with --smoke only: use the debug build (CI, right after the tests)
 #   MOVERCTL_GARAGE_DB=lmdb   metadata engine of Garage instances this script starts (running
 #                        servers are reused as they are; machine.txt records the engine)
 #   OUT_NAME             full-run report name: bench/results/OUT_NAME.md (default: the date)
@@ -150,13 +151,22 @@ GARAGE_PID="$(cat "$MOVERCTL_TEST_SERVERS_DIR/run/garage-a.pid")"
 GARAGE_LOG="$MOVERCTL_TEST_SERVERS_DIR/logs/garage-a.log"
 [[ $MOVERCTL_TEST_S3_ENDPOINT == http://127.0.0.1:* ]] || die "S3 endpoint is not on 127.0.0.1"
 
-log "building moverctl (cargo build --release)"
+# BENCH_PROFILE=debug (smoke runs in CI only: the tests just built it) skips the release build;
+# its timings mean nothing, but every step of the harness runs.
+PROFILE="${BENCH_PROFILE:-release}"
+[[ $PROFILE == release || ($PROFILE == debug && $MODE == smoke) ]] ||
+  die "BENCH_PROFILE=debug is for --smoke only"
+log "building moverctl (cargo build, $PROFILE profile)"
 T_BUILD=$SECONDS
-(cd "$ROOT" && cargo build --release --quiet) || die "cargo build --release failed"
+if [[ $PROFILE == release ]]; then
+  (cd "$ROOT" && cargo build --release --quiet) || die "cargo build --release failed"
+else
+  (cd "$ROOT" && cargo build --quiet) || die "cargo build failed"
+fi
 BUILD_S=$((SECONDS - T_BUILD))
-# A private copy: other people rebuilding target/release during the run must not change it.
+# A private copy: other people rebuilding target/$PROFILE during the run must not change it.
 mkdir -p "$RUNS/bin"
-cp "$ROOT/target/release/moverctl" "$RUNS/bin/moverctl"
+cp "$ROOT/target/$PROFILE/moverctl" "$RUNS/bin/moverctl"
 MOVERCTL="$RUNS/bin/moverctl"
 export MOVERCTL_STATE_DIR="$RUNS/state"
 
