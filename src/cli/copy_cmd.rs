@@ -272,18 +272,7 @@ fn drive(
     let json = r.json;
     let stop = Arc::new(AtomicBool::new(false));
     let report = rt.block_on(async {
-        let stop2 = stop.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "moverctl: stopping after the objects in flight (Ctrl-C again to abort now)"
-                );
-                stop2.store(true, Relaxed);
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
-                }
-            }
-        });
+        super::stop_on_ctrl_c(stop.clone(), "stopping after the objects in flight");
         let progress = Progress::new(
             json,
             plan.map(|p| p.corpus.bytes),

@@ -138,6 +138,20 @@ fn is_auth(e: &object_store::Error) -> bool {
 }
 
 /// The async runtime for commands that talk to stores.
+/// On the first Ctrl-C, says `message` and sets `stop` (objects in flight finish and are
+/// journaled); on the second, exits at once with 130. Call inside the runtime.
+pub fn stop_on_ctrl_c(stop: std::sync::Arc<std::sync::atomic::AtomicBool>, message: &'static str) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("moverctl: {message} (Ctrl-C again to abort now)");
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+}
+
 pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -31,7 +31,7 @@ use rust_decimal::Decimal;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::AtomicBool;
 
 #[derive(Debug, Args)]
 #[command(after_help = SYNC_HELP)]
@@ -472,18 +472,10 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
         let _ = writeln!(o, "{line}");
     };
     let (report, deletes) = rt.block_on(async {
-        let stop2 = stop.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "moverctl: stopping after the objects in flight; nothing will be deleted (Ctrl-C again to abort now)"
-                );
-                stop2.store(true, Relaxed);
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
-                }
-            }
-        });
+        super::stop_on_ctrl_c(
+            stop.clone(),
+            "stopping after the objects in flight; nothing will be deleted",
+        );
         let run = Run {
             src,
             dst: dst.clone(),
