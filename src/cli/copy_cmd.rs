@@ -352,6 +352,25 @@ pub(super) fn event_json(ev: &Event) -> String {
     v.to_string()
 }
 
+/// The `failed` object of a JSON summary: counts and the first 100 keys with their errors.
+pub(crate) fn failed_json(r: &Report) -> serde_json::Value {
+    serde_json::json!({
+        "objects": r.failed.len(),
+        "bytes": r.failed_bytes,
+        "keys": r.failed.iter().take(100).map(|f| serde_json::json!({"key": f.key, "error": f.error})).collect::<Vec<_>>(),
+    })
+}
+
+/// The `refused` list of a JSON summary: the first 100 keys a store refused, with the reason.
+pub(crate) fn refused_json(r: &Report) -> serde_json::Value {
+    r.refused
+        .iter()
+        .take(100)
+        .map(|f| serde_json::json!({"key": f.key, "reason": f.error}))
+        .collect::<Vec<_>>()
+        .into()
+}
+
 fn summary_json(r: &Report, plan: Option<&PlanFile>) -> String {
     serde_json::json!({
         "event": "summary",
@@ -359,9 +378,8 @@ fn summary_json(r: &Report, plan: Option<&PlanFile>) -> String {
         "interrupted": r.interrupted,
         "copied": {"objects": r.copied, "bytes": r.copied_bytes},
         "skipped": {"objects": r.skipped, "bytes": r.skipped_bytes},
-        "failed": {"objects": r.failed.len(), "bytes": r.failed_bytes,
-                   "keys": r.failed.iter().take(100).map(|f| serde_json::json!({"key": f.key, "error": f.error})).collect::<Vec<_>>()},
-        "refused": r.refused.iter().take(100).map(|f| serde_json::json!({"key": f.key, "reason": f.error})).collect::<Vec<_>>(),
+        "failed": failed_json(r),
+        "refused": refused_json(r),
         "filtered": r.filtered,
         "verified_by": r.verified_by,
         "reasons": r.reasons,
