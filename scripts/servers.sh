@@ -3,7 +3,8 @@
 #   garage-a  S3   :3900 (rpc 3901, admin 3903)  buckets moverctl-a, moverctl-b, moverctl-scratch
 #   garage-b  S3   :3910 (rpc 3911, admin 3913)  bucket  moverctl-c
 #   azurite   Azure Blob :10000                  containers moverctl-az, moverctl-az2
-#   fake-gcs  GCS  :4443                         bucket  moverctl-gcs (read side only, see docs/testing.md)
+#   fake-gcs  GCS  :4443                         bucket  moverctl-gcs (XML reads and listings)
+#   gcs-xml   GCS  :4444  scripts/gcs-xml-shim.py in front of fake-gcs: the XML uploads it lacks
 #
 # Usage:
 #   scripts/servers.sh start   install what is missing, start (or reuse) every server, configure it,
@@ -52,8 +53,9 @@ AZ_PORT=10000
 AZ_CONTAINERS=(moverctl-az moverctl-az2)
 GCS_PORT=4443
 GCS_BUCKET=moverctl-gcs
+GCS_XML_PORT=4444
 
-SERVERS=(garage-a garage-b azurite fake-gcs)
+SERVERS=(garage-a garage-b azurite fake-gcs gcs-xml)
 
 log() { printf '[servers] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -71,6 +73,7 @@ cmd_marker() {
     garage-a | garage-b) echo "$STATE/$1/garage.toml" ;;
     azurite) echo "azurite-blob" ;;
     fake-gcs) echo "fake-gcs-server" ;;
+    gcs-xml) echo "gcs-xml-shim.py" ;;
   esac
 }
 
@@ -392,6 +395,24 @@ EOF
 }
 
 # ---------------------------------------------------------------------------------------------
+# gcs-xml: a small test aid in front of fake-gcs-server (XML PUT and multipart uploads, which
+# fake-gcs-server rejects, done through its JSON API; everything else forwarded). Its header
+# says what it models and what not. Never benchmark through it.
+
+gcs_xml_ready() { [[ $(http_code "http://127.0.0.1:$GCS_XML_PORT/_shim/health") == 200 ]]; }
+
+launch_gcs_xml() {
+  if live_pid gcs-xml >/dev/null; then
+    log "gcs-xml: reusing running shim (pid $(live_pid gcs-xml))"
+  else
+    check_ports_free gcs-xml "$GCS_XML_PORT"
+    start_bg gcs-xml python3 "$ROOT/scripts/gcs-xml-shim.py" --port "$GCS_XML_PORT" \
+      --upstream "http://127.0.0.1:$GCS_PORT"
+    log "gcs-xml: started (pid $(cat "$(pidfile gcs-xml)"))"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
 
 write_env() {
   local tmp="$ENV_FILE.tmp"
@@ -420,6 +441,7 @@ write_env() {
       MOVERCTL_TEST_GCS_ENDPOINT "http://127.0.0.1:$GCS_PORT" \
       MOVERCTL_TEST_GCS_BUCKET "$GCS_BUCKET" \
       MOVERCTL_TEST_GCS_SERVICE_ACCOUNT "$STATE/gcs-service-account.json" \
+      MOVERCTL_TEST_GCS_XML_ENDPOINT "http://127.0.0.1:$GCS_XML_PORT" \
       MOVERCTL_TEST_GCS_SEED "$ROOT/scripts/seed-gcs.py"
   } >"$tmp"
   mv "$tmp" "$ENV_FILE"
@@ -445,17 +467,19 @@ cmd_start() {
   launch_garage garage-b
   launch_azurite
   launch_fake_gcs
+  launch_gcs_xml
   setup_garage garage-a "${GARAGE_A_BUCKETS[@]}"
   setup_garage garage-b "${GARAGE_B_BUCKETS[@]}"
   setup_azurite
   setup_fake_gcs
+  wait_until gcs-xml gcs_xml_ready
   write_env
 
   echo "test servers ready in $((SECONDS - t0))s:" \
     "s3 garage-a 127.0.0.1:${GARAGE_A_PORTS[0]} [${GARAGE_A_BUCKETS[*]}]," \
     "garage-b 127.0.0.1:${GARAGE_B_PORTS[0]} [${GARAGE_B_BUCKETS[*]}]," \
     "azure 127.0.0.1:$AZ_PORT [${AZ_CONTAINERS[*]}]," \
-    "gcs 127.0.0.1:$GCS_PORT [$GCS_BUCKET];" \
+    "gcs 127.0.0.1:$GCS_PORT [$GCS_BUCKET] (XML uploads via :$GCS_XML_PORT);" \
     "env: $ENV_FILE"
   trap - EXIT
 }
@@ -513,7 +537,7 @@ stop_all() {
     log "$s: stopped (pid ${pids[$s]})"
   done
   # Clean the data; logs/ is kept for post-mortems (truncated on the next start).
-  rm -rf "$STATE"/garage-a "$STATE"/garage-b "$STATE"/azurite "$STATE"/fake-gcs "$STATE"/run \
+  rm -rf "$STATE"/garage-a "$STATE"/garage-b "$STATE"/azurite "$STATE"/fake-gcs "$STATE"/gcs-xml "$STATE"/run \
     "$ENV_FILE" "$ENV_FILE.tmp" "$STATE/gcs-service-account.json"
 }
 

@@ -60,6 +60,20 @@ pub fn crc64_combine(a: u64, b: u64, b_len: u64) -> u64 {
     crc_fast::checksum_combine(CrcAlgorithm::Crc64Nvme, a, b, b_len)
 }
 
+/// CRC32C (Castagnoli, what GCS keeps for every object) of chunks taken in order.
+pub fn crc32c_of<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> u32 {
+    let mut c = Crc::new(CrcAlgorithm::Crc32Iscsi);
+    for ch in chunks {
+        c.update(ch);
+    }
+    c.finalize() as u32
+}
+
+/// The CRC32C of `a ‖ b`, from the CRC of `a`, the CRC of `b` and `b`'s length.
+pub fn crc32c_combine(a: u32, b: u32, b_len: u64) -> u32 {
+    crc_fast::checksum_combine(CrcAlgorithm::Crc32Iscsi, a.into(), b.into(), b_len) as u32
+}
+
 pub fn crc64_of(data: &[u8]) -> u64 {
     crc_fast::checksum(CrcAlgorithm::Crc64Nvme, data)
 }
@@ -138,6 +152,18 @@ mod tests {
         assert_eq!(etag_md5("XUFAKrxLKna5cZ2REBfFkg=="), Some(want));
         assert!(etag_md5("\"5d41402abc4b2a76b9719d911017c592-2\"").is_none());
         assert!(etag_md5("0x8DCF2A1B3C4D5E6").is_none());
+    }
+
+    #[test]
+    fn crc32c_of_parts_combines_to_the_whole() {
+        // crc32c("hello world") as GCS shows it (x-goog-hash: crc32c=yZRlqg==).
+        assert_eq!(crc32c_of([b"hello world".as_slice()]), 0xc99465aa);
+        let (a, b) = (b"hello ".as_slice(), b"world".as_slice());
+        assert_eq!(crc32c_of([a, b]), 0xc99465aa);
+        assert_eq!(
+            crc32c_combine(crc32c_of([a]), crc32c_of([b]), b.len() as u64),
+            0xc99465aa
+        );
     }
 
     #[test]

@@ -35,6 +35,8 @@ const DIGEST_HEADERS: &[&str] = &[
     "x-amz-checksum-sha256",
     "x-amz-checksum-type",
     "x-amz-mp-parts-count",
+    "x-amz-server-side-encryption",
+    "x-amz-server-side-encryption-customer-algorithm",
 ];
 
 /// Digest headers of one response, by lower-case name.
@@ -95,12 +97,29 @@ impl DigestHeaders {
             .map(u64::from_be_bytes)
     }
 
+    /// Whether this S3 answer's ETag can be an MD5 of the content. AWS documents that objects
+    /// encrypted with SSE-KMS (also DSSE-KMS) or SSE-C have ETags that are not MD5 digests of
+    /// their data; the answer says which encryption was applied.
+    pub fn s3_etag_can_be_md5(&self) -> bool {
+        let kms = self
+            .get("x-amz-server-side-encryption")
+            .is_some_and(|v| v.trim().starts_with("aws:kms"));
+        !kms && self
+            .get("x-amz-server-side-encryption-customer-algorithm")
+            .is_none()
+    }
+
     fn goog(&self, which: &str) -> Option<&str> {
-        // x-goog-hash may come as one header with comma-separated pairs.
-        self.get("x-goog-hash")?.split(',').find_map(|p| {
-            let (k, v) = p.trim().split_once('=')?;
-            (k == which).then_some(v)
-        })
+        // GCS sends one x-goog-hash header per digest (`crc32c=…`, then `md5=…`); some servers
+        // send one header with comma-separated pairs. Both forms are read.
+        self.0
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case("x-goog-hash"))
+            .flat_map(|(_, v)| v.split(','))
+            .find_map(|p| {
+                let (k, v) = p.trim().split_once('=')?;
+                (k == which).then_some(v)
+            })
     }
 }
 
@@ -183,8 +202,10 @@ impl Observer {
 }
 
 /// The connector object_store's builders take: reqwest, as object_store would build it, wrapped.
-/// With `send_md5` (S3 only: Azure's shared-key signature covers `Content-MD5`, so it cannot be
-/// added after signing), PUTs inside a [`Capture::sending_md5`] scope carry `Content-MD5`.
+/// With `send_md5`, PUTs inside a [`Capture::sending_md5`] scope carry `Content-MD5`, which the
+/// server checks against the body (S3 `BadDigest`, GCS `BadDigest`). S3 and GCS only: SigV4 does
+/// not sign that header and GCS's OAuth bearer tokens sign nothing, but Azure's shared-key
+/// signature covers `Content-MD5`, so it cannot be added after signing.
 #[derive(Debug, Clone)]
 pub struct ObservingConnector {
     pub observer: Arc<Observer>,
@@ -261,6 +282,35 @@ mod tests {
             "5eb63bbbe01eeed093cb22bb8f5acdc3"
         );
         assert_eq!(d.whole_crc32c(), Some(0xc99465aa));
+    }
+
+    #[test]
+    fn goog_hash_as_two_headers_as_gcs_sends_it() {
+        let d = h(&[
+            ("x-goog-hash", "crc32c=yZRlqg=="),
+            ("x-goog-hash", "md5=XrY7u+Ae7tCTyyK7j1rNww=="),
+        ]);
+        assert_eq!(
+            crate::checksum::hex(&d.whole_md5(true).unwrap()),
+            "5eb63bbbe01eeed093cb22bb8f5acdc3"
+        );
+        assert_eq!(d.whole_crc32c(), Some(0xc99465aa));
+        // A composite (multipart) object: a CRC32C and no MD5.
+        let d = h(&[("x-goog-hash", "crc32c=yZRlqg==")]);
+        assert_eq!(d.whole_md5(true), None);
+        assert_eq!(d.whole_crc32c(), Some(0xc99465aa));
+    }
+
+    #[test]
+    fn sse_kms_and_sse_c_etags_are_not_md5s() {
+        assert!(h(&[]).s3_etag_can_be_md5());
+        assert!(h(&[("x-amz-server-side-encryption", "AES256")]).s3_etag_can_be_md5());
+        assert!(!h(&[("x-amz-server-side-encryption", "aws:kms")]).s3_etag_can_be_md5());
+        assert!(!h(&[("x-amz-server-side-encryption", "aws:kms:dsse")]).s3_etag_can_be_md5());
+        assert!(
+            !h(&[("x-amz-server-side-encryption-customer-algorithm", "AES256")])
+                .s3_etag_can_be_md5()
+        );
     }
 
     #[test]

@@ -233,7 +233,8 @@ impl Store {
                     .with_client_options(client_options(true))
                     .with_http_connector(http::ObservingConnector {
                         observer: observer.clone(),
-                        send_md5: false,
+                        // Bearer tokens sign no header: Content-MD5 can be added (GCS checks it).
+                        send_md5: true,
                     })
                     .with_retry(retry_config());
                 b = match sa {

@@ -505,16 +505,19 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         .await
         .map_err(store_err("writing the destination"))?;
     ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
-    // Azure answers a Put Blob with the MD5 of the bytes it received (its ETag is opaque).
+    let answer = cap.take();
+    // Azure answers a Put Blob with the MD5 of the bytes it received (its ETag is opaque), GCS
+    // with x-goog-hash.
     let received_md5 = match ctx.dst.kind {
-        Kind::Azure => cap.take().and_then(|h| h.whole_md5(false)),
+        Kind::Azure | Kind::Gcs => answer.as_ref().and_then(|h| h.whole_md5(false)),
         _ => None,
     };
-    let dest_md5 = res
-        .e_tag
-        .as_deref()
-        .and_then(checksum::etag_md5)
-        .or(received_md5);
+    let etag_md5 = if etag_can_be_md5(ctx.dst.kind, answer.as_ref()) {
+        res.e_tag.as_deref().and_then(checksum::etag_md5)
+    } else {
+        None
+    };
+    let dest_md5 = etag_md5.or(received_md5);
     let write_side = match dest_md5 {
         Some(m) if Some(m) != d.md5 => {
             // A wrong object must not stay where a later run could take it for a copy.
@@ -526,7 +529,15 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         Some(_) if ctx.opts.verify != Verify::Readback && is_cloud(ctx.dst.kind) => {
             "dest-md5".to_string()
         }
-        _ => match verify_after_write(ctx, src, &path, d.crc64).await {
+        // The store checked the Content-MD5 sent with the body and accepted it, but its answer
+        // holds no MD5 to compare (an SSE-KMS or SSE-C object on S3).
+        None if ctx.opts.verify != Verify::Readback
+            && sends_md5(ctx.dst.kind)
+            && d.md5.is_some() =>
+        {
+            "dest-content-md5".to_string()
+        }
+        _ => match verify_after_write(ctx, src, &path, d.crc64, None).await {
             Ok(w) => w,
             Err(e) => {
                 if matches!(e, CopyError::Mismatch(_)) {
@@ -546,13 +557,33 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     })
 }
 
-/// HEAD (size and moverctl's CRC in metadata) or, for `--verify readback` and local
-/// destinations, a full read-back compared by CRC.
+/// Whether the destination received a `Content-MD5` with every PUT (the connector adds it; the
+/// store refuses a body that does not match).
+fn sends_md5(k: Kind) -> bool {
+    matches!(k, Kind::S3 | Kind::Gcs)
+}
+
+/// Whether a write answer's ETag may be compared with an MD5 of the bytes sent (single PUT) or
+/// with `md5(part md5s)-N` (multipart). S3: unless the object is encrypted with SSE-KMS or SSE-C
+/// (AWS documents those ETags as not MD5s). GCS: a single PUT's ETag is its MD5, but an object
+/// assembled from XML multipart parts has an ETag "not based on an MD5" (and no MD5 at all), so
+/// a multipart ETag is never compared there. Azure ETags are opaque.
+fn etag_can_be_md5(k: Kind, answer: Option<&DigestHeaders>) -> bool {
+    match k {
+        Kind::S3 => answer.is_none_or(DigestHeaders::s3_etag_can_be_md5),
+        Kind::Gcs => true,
+        _ => false,
+    }
+}
+
+/// HEAD (size, and GCS's stored CRC32C when `crc32c` is given) or, for `--verify readback` and
+/// local destinations, a full read-back compared by CRC.
 async fn verify_after_write(
     ctx: &Ctx,
     src: &Entry,
     path: &object_store::path::Path,
     crc: u64,
+    crc32c: Option<u32>,
 ) -> Result<String, CopyError> {
     // In-process destinations (folders, memory) are read back: it costs no requests.
     if ctx.opts.verify == Verify::Readback || !is_cloud(ctx.dst.kind) {
@@ -579,16 +610,15 @@ async fn verify_after_write(
         return Ok("readback-crc64".into());
     }
     ctx.counters.head.fetch_add(1, Relaxed);
-    let head = ctx
-        .dst
-        .inner
-        .get_opts(
+    let cap = Capture::default();
+    let head = cap
+        .scope(ctx.dst.inner.get_opts(
             path,
             GetOptions {
                 head: true,
                 ..Default::default()
             },
-        )
+        ))
         .await
         .map_err(store_err("checking the destination"))?;
     if head.meta.size != src.size {
@@ -596,6 +626,18 @@ async fn verify_after_write(
             "the destination holds {} bytes, expected {}",
             head.meta.size, src.size
         )));
+    }
+    // GCS keeps a CRC32C of every object it stores (the only digest of one assembled from
+    // multipart parts) and shows it on HEAD.
+    if let Some(want) = crc32c
+        && let Some(got) = cap.take().and_then(|h| h.whole_crc32c())
+    {
+        if got != want {
+            return Err(CopyError::Mismatch(format!(
+                "the destination's CRC32C is {got:08x}, the bytes sent hash to {want:08x}"
+            )));
+        }
+        return Ok("dest-crc32c".into());
     }
     // The CRC in metadata is the one moverctl wrote, so it says nothing about the stored bytes:
     // without a content ETag or a read-back, only the size is verified on this side.
@@ -777,6 +819,8 @@ async fn copy_multipart(
     let need_whole_md5 = claims.needs_in_order();
     // Azure answers each Put Block with the MD5 of the block it received.
     let block_md5 = ctx.dst.kind == Kind::Azure;
+    // GCS keeps only a CRC32C for an object assembled from parts: it is compared after.
+    let want_crc32c = ctx.dst.kind == Kind::Gcs;
     let blocks_unchecked = &std::sync::atomic::AtomicBool::new(false);
     // Parts come from one GET of the whole object, split as it streams (one request per object,
     // like a plain download), or, when reads would stall longer than a connection tolerates
@@ -825,6 +869,7 @@ async fn copy_multipart(
                 Some(r) => r?,
                 None => fetch(ctx, src, range.clone(), true, None).await?,
             };
+            let c32 = want_crc32c.then(|| checksum::crc32c_of(chunks.iter().map(|c| &c[..])));
             if let Some(p) = prior
                 && p.size == d.bytes
                 && p.crc64 == checksum::crc64_hex(d.crc64)
@@ -841,7 +886,7 @@ async fn copy_multipart(
                     e.0 += d.bytes;
                 }
                 let keep = (need_whole_md5 && !sequential).then_some((chunks, _permit));
-                return Ok::<_, CopyError>((idx, p, keep));
+                return Ok::<_, CopyError>((idx, p, keep, c32));
             }
             ctx.limits.take_bytes(d.bytes).await;
             ctx.limits.take_request().await;
@@ -886,7 +931,7 @@ async fn copy_multipart(
                 j.lock().expect("journal lock").put_part(&src.key, &rec)?;
             }
             // Chunks kept for the in-order hash keep their buffer permit until hashed.
-            Ok((idx, rec, keep_chunks.map(|c| (c, _permit))))
+            Ok((idx, rec, keep_chunks.map(|c| (c, _permit)), c32))
         }
     });
     let mut stream = part_futs
@@ -896,9 +941,10 @@ async fn copy_multipart(
     let mut part_ids = Vec::with_capacity(parts as usize);
     let mut md5s = Vec::with_capacity(parts as usize);
     let mut crc: Option<u64> = None;
+    let mut crc32c: Option<u32> = None;
     let mut whole = (need_whole_md5 && !sequential).then(|| InOrder::new(&claims));
     while let Some(r) = stream.next().await {
-        let (_, rec, keep) = match r {
+        let (_, rec, keep, c32) = match r {
             Ok(v) => v,
             Err(e) => {
                 if matches!(e, CopyError::SourceChanged) {
@@ -916,6 +962,12 @@ async fn copy_multipart(
             None => part_crc,
             Some(c) => checksum::crc64_combine(c, part_crc, rec.size),
         });
+        if let Some(p) = c32 {
+            crc32c = Some(match crc32c {
+                None => p,
+                Some(c) => checksum::crc32c_combine(c, p, rec.size),
+            });
+        }
         if let (Some(w), Some((chunks, _permit))) = (whole.as_mut(), keep) {
             for c in &chunks {
                 w.update(c);
@@ -965,7 +1017,8 @@ async fn copy_multipart(
         },
     };
     ctx.counters.put.fetch_add(1, Relaxed);
-    let res = match mp.complete_multipart(&path, &id, part_ids).await {
+    let cap = Capture::default();
+    let res = match cap.scope(mp.complete_multipart(&path, &id, part_ids)).await {
         Ok(r) => r,
         Err(e) => {
             // The upload's state is unknown now; the next attempt starts a new one.
@@ -978,8 +1031,19 @@ async fn copy_multipart(
     if block_md5 && !blocks_unchecked.load(Relaxed) && ctx.opts.verify != Verify::Readback {
         write_side = Some("dest-block-md5".to_string());
     }
-    if let (Some(etag), Some(all)) = (&res.e_tag, md5s.iter().cloned().collect::<Option<Vec<_>>>())
+    let answer = cap.take();
+    let comparable = ctx.dst.kind != Kind::Gcs && etag_can_be_md5(ctx.dst.kind, answer.as_ref());
+    let all_md5s = md5s.iter().cloned().collect::<Option<Vec<_>>>();
+    if !comparable
+        && ctx.dst.kind == Kind::S3
+        && all_md5s.is_some()
+        && ctx.opts.verify != Verify::Readback
     {
+        // Every part went with a Content-MD5 the store checked; the ETag of an SSE-KMS or SSE-C
+        // object says nothing more.
+        write_side = Some("dest-content-md5".to_string());
+    }
+    if let (true, Some(etag), Some(all)) = (comparable, &res.e_tag, all_md5s) {
         let e = checksum::etag_norm(etag);
         if e.contains('-') && e.ends_with(&format!("-{parts}")) {
             if e != checksum::multipart_etag(&all) {
@@ -995,7 +1059,7 @@ async fn copy_multipart(
     }
     let write_side = match write_side {
         Some(w) => w,
-        None => match verify_after_write(ctx, src, &path, crc).await {
+        None => match verify_after_write(ctx, src, &path, crc, crc32c).await {
             Ok(w) => w,
             Err(e) => {
                 if matches!(e, CopyError::Mismatch(_)) {
@@ -1066,7 +1130,7 @@ async fn copy_multipart_streaming(
         .await
         .map_err(store_err("completing the upload"))?;
     let crc = crc.unwrap_or(0);
-    let write_side = verify_after_write(ctx, src, path, crc).await?;
+    let write_side = verify_after_write(ctx, src, path, crc, None).await?;
     Ok(Outcome {
         digests: Digests {
             crc64: crc,

@@ -81,6 +81,8 @@ pub struct Servers {
     pub az_container2: String,
     pub gcs_endpoint: String,
     pub gcs_bucket: String,
+    /// scripts/gcs-xml-shim.py in front of fake-gcs-server: GCS as a destination.
+    pub gcs_xml_endpoint: String,
 }
 
 fn var(name: &str) -> String {
@@ -115,6 +117,7 @@ pub fn servers() -> Option<Servers> {
         az_container2: var("MOVERCTL_TEST_AZURE_CONTAINER2"),
         gcs_endpoint: var("MOVERCTL_TEST_GCS_ENDPOINT"),
         gcs_bucket: var("MOVERCTL_TEST_GCS_BUCKET"),
+        gcs_xml_endpoint: var("MOVERCTL_TEST_GCS_XML_ENDPOINT"),
     })
 }
 
@@ -145,12 +148,18 @@ account_key_env = "MOVERCTL_TEST_AZURE_KEY"
 [remotes.fakegcs]
 type = "gcs"
 service_account_path_env = "MOVERCTL_TEST_GCS_SERVICE_ACCOUNT"
+
+[remotes.gcsxml]
+type = "gcs"
+endpoint = "{gcsxml}"
+service_account_path_env = "MOVERCTL_TEST_GCS_SERVICE_ACCOUNT"
 "#,
         s3 = s.s3_endpoint,
         s3b = s.s3b_endpoint,
         region = s.region,
         az = var("MOVERCTL_TEST_AZURE_ENDPOINT"),
         account = var("MOVERCTL_TEST_AZURE_ACCOUNT"),
+        gcsxml = s.gcs_xml_endpoint,
     )
 }
 

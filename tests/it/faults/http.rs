@@ -245,3 +245,63 @@ async fn proxy_absorbed_503s_show_in_the_report() {
         out.report
     );
 }
+
+/// AWS documents that SSE-KMS and SSE-C objects have ETags that are not MD5s of their data. A
+/// destination answering that way (the proxy rewrites the ETag and adds
+/// `x-amz-server-side-encryption: aws:kms`) must not make every copy fail as "corrupt": the
+/// Content-MD5 the store checked on every PUT and part is the write-side proof instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_sse_kms_etags_are_not_taken_for_md5s() {
+    let Some(s) = servers() else { return };
+    let t = setup(&s, "proxy-kms").await;
+    seed(&t.raw_src, &[SMALL_A, SMALL_C, MULTI_N]).await;
+    let dp = &t.dst_path;
+    t.proxy
+        .add("PUT", &format!("{dp}a-small"), "", PFault::KmsEtag, 1)
+        .add("PUT", &format!("{dp}c-small"), "", PFault::KmsEtag, 1)
+        .add(
+            "POST",
+            &format!("{dp}n-multi"),
+            "uploadId=",
+            PFault::KmsEtag,
+            1,
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("j.sqlite");
+    let out = go(&t.src, &t.dst, &j, opts(Verify::Auto)).await;
+    assert!(t.proxy.unspent().is_empty(), "{:?}", t.proxy.unspent());
+    assert_all_copied(&out, 3);
+    assert_eq!(out.report.retries, 0);
+    for (k, by) in &out.copied {
+        assert!(by.ends_with("+dest-content-md5"), "{k}: {by}");
+    }
+    check(&t.raw_src, &t.raw_dst, &out).await;
+}
+
+/// The same rewritten ETags without the encryption header: the store claims other content
+/// than was sent, and each object is written again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_wrong_destination_etags_are_caught_and_retried() {
+    let Some(s) = servers() else { return };
+    let t = setup(&s, "proxy-bogus-etag").await;
+    seed(&t.raw_src, &[SMALL_A, MULTI_N]).await;
+    let dp = &t.dst_path;
+    t.proxy
+        .add("PUT", &format!("{dp}a-small"), "", PFault::BogusEtag, 1)
+        .add(
+            "POST",
+            &format!("{dp}n-multi"),
+            "uploadId=",
+            PFault::BogusEtag,
+            1,
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("j.sqlite");
+    let out = go(&t.src, &t.dst, &j, opts(Verify::Auto)).await;
+    assert!(t.proxy.unspent().is_empty(), "{:?}", t.proxy.unspent());
+    assert_all_copied(&out, 2);
+    assert_eq!(out.report.retries, 2);
+    assert!(out.copied[SMALL_A.0].ends_with("+dest-md5"));
+    assert!(out.copied[MULTI_N.0].ends_with("+dest-multipart-etag"));
+    check(&t.raw_src, &t.raw_dst, &out).await;
+}

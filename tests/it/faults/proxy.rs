@@ -24,6 +24,12 @@ pub enum PFault {
     FlipResponse,
     /// Flip one byte in the middle of the request body before forwarding it.
     FlipRequest,
+    /// Answer a successful write (single PUT, or CompleteMultipartUpload's XML) as AWS does for
+    /// an SSE-KMS object: `x-amz-server-side-encryption: aws:kms` and an ETag that is not an MD5
+    /// of the data (same shape: 32 hex digits, with `-N` for multipart).
+    KmsEtag,
+    /// The same ETag rewrite without the encryption header: a store that claims other content.
+    BogusEtag,
 }
 
 #[derive(Debug, Clone)]
@@ -323,7 +329,6 @@ async fn serve(
 
     let (rraw, rrest) = read_head(&mut up).await?;
     let resp = Head::parse(&rraw);
-    client.write_all(&resp.closing()).await?;
     let status: u16 = resp
         .first
         .split(' ')
@@ -334,6 +339,13 @@ async fn serve(
         st.lock().unwrap().statuses.push((target.clone(), status));
     }
     let ok = (200..300).contains(&status);
+    if ok
+        && matches!(fault, Some(PFault::KmsEtag | PFault::BogusEtag))
+        && (method == "PUT" || method == "POST")
+    {
+        return rewrite_etag(client, up, resp, rrest, fault == Some(PFault::KmsEtag)).await;
+    }
+    client.write_all(&resp.closing()).await?;
     let len = resp.content_length();
     let faulted = ok && len > 1 && method == "GET";
     match fault {
@@ -358,4 +370,64 @@ async fn serve(
         }
     }
     Ok(())
+}
+
+/// An ETag of the same shape whose digits are not the original's (each hex digit before a `-N`
+/// part count rotated; the count is kept).
+fn other_etag(e: &str) -> String {
+    let (digits, count) = e.split_at(e.rfind('-').unwrap_or(e.len()));
+    let rotated: String = digits
+        .chars()
+        .map(|c| match c.to_digit(16) {
+            Some(d) => std::char::from_digit((d + 7) % 16, 16).unwrap(),
+            None => c,
+        })
+        .collect();
+    format!("{rotated}{count}")
+}
+
+/// Forwards a write answer with its ETag replaced (head and XML body), optionally adding the
+/// SSE-KMS header.
+async fn rewrite_etag(
+    mut client: TcpStream,
+    mut up: TcpStream,
+    resp: Head,
+    rest: Vec<u8>,
+    kms: bool,
+) -> std::io::Result<()> {
+    let mut body = rest;
+    up.read_to_end(&mut body).await?;
+    let text = String::from_utf8_lossy(&body).to_string();
+    let text = match (text.find("<ETag>"), text.find("</ETag>")) {
+        (Some(a), Some(b)) if a < b => format!(
+            "{}<ETag>{}{}",
+            &text[..a],
+            other_etag(&text[a + 6..b]),
+            &text[b..]
+        ),
+        _ => text,
+    };
+    let mut head = format!("{}\r\n", resp.first);
+    for (k, v) in &resp.headers {
+        let k_l = k.to_ascii_lowercase();
+        if matches!(k_l.as_str(), "connection" | "keep-alive" | "content-length") {
+            continue;
+        }
+        let v = if k_l == "etag" {
+            other_etag(v)
+        } else {
+            v.clone()
+        };
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if kms {
+        head.push_str("x-amz-server-side-encryption: aws:kms\r\n");
+    }
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        text.len()
+    ));
+    client.write_all(head.as_bytes()).await?;
+    client.write_all(text.as_bytes()).await?;
+    client.shutdown().await
 }
