@@ -137,7 +137,6 @@ fn is_auth(e: &object_store::Error) -> bool {
     crate::store::is_auth_error(e)
 }
 
-/// The async runtime for commands that talk to stores.
 /// On the first Ctrl-C, says `message` and sets `stop` (objects in flight finish and are
 /// journaled); on the second, exits at once with 130. Call inside the runtime.
 pub fn stop_on_ctrl_c(stop: std::sync::Arc<std::sync::atomic::AtomicBool>, message: &'static str) {
@@ -152,6 +151,7 @@ pub fn stop_on_ctrl_c(stop: std::sync::Arc<std::sync::atomic::AtomicBool>, messa
     });
 }
 
+/// The async runtime for commands that talk to stores.
 pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -512,7 +512,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         Kind::Azure | Kind::Gcs => answer.as_ref().and_then(|h| h.whole_md5(false)),
         _ => None,
     };
-    let etag_md5 = if etag_can_be_md5(ctx.dst.kind, answer.as_ref()) {
+    let etag_md5 = if etag_can_be_md5(ctx.dst.kind, answer.as_ref(), false) {
         res.e_tag.as_deref().and_then(checksum::etag_md5)
     } else {
         None
@@ -564,14 +564,14 @@ fn sends_md5(k: Kind) -> bool {
 }
 
 /// Whether a write answer's ETag may be compared with an MD5 of the bytes sent (single PUT) or
-/// with `md5(part md5s)-N` (multipart). S3: unless the object is encrypted with SSE-KMS or SSE-C
-/// (AWS documents those ETags as not MD5s). GCS: a single PUT's ETag is its MD5, but an object
-/// assembled from XML multipart parts has an ETag "not based on an MD5" (and no MD5 at all), so
-/// a multipart ETag is never compared there. Azure ETags are opaque.
-fn etag_can_be_md5(k: Kind, answer: Option<&DigestHeaders>) -> bool {
+/// with `md5(part md5s)-N` (`multipart`). S3: unless the object is encrypted with SSE-KMS or
+/// SSE-C (AWS documents those ETags as not MD5s). GCS: a single PUT's ETag is its MD5, but an
+/// object assembled from XML multipart parts has an ETag "not based on an MD5" (and no MD5 at
+/// all). Azure ETags are opaque.
+fn etag_can_be_md5(k: Kind, answer: Option<&DigestHeaders>, multipart: bool) -> bool {
     match k {
         Kind::S3 => answer.is_none_or(DigestHeaders::s3_etag_can_be_md5),
-        Kind::Gcs => true,
+        Kind::Gcs => !multipart,
         _ => false,
     }
 }
@@ -1032,7 +1032,7 @@ async fn copy_multipart(
         write_side = Some("dest-block-md5".to_string());
     }
     let answer = cap.take();
-    let comparable = ctx.dst.kind != Kind::Gcs && etag_can_be_md5(ctx.dst.kind, answer.as_ref());
+    let comparable = etag_can_be_md5(ctx.dst.kind, answer.as_ref(), true);
     let all_md5s = md5s.iter().cloned().collect::<Option<Vec<_>>>();
     if !comparable
         && ctx.dst.kind == Kind::S3

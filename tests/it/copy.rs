@@ -347,6 +347,53 @@ async fn gcs_destination_is_verified_by_md5_or_crc32c() {
     assert_same(&src, &dst).await;
 }
 
+/// Uploads to GCS carry Content-MD5, so GCS refuses bytes damaged on the way (the fault proxy
+/// flips one byte of the first PUT of each object; the shim, like GCS, answers 400 BadDigest) and
+/// the object is sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gcs_uploads_carry_content_md5() {
+    use super::faults::proxy::{PFault, Proxy};
+    let Some(s) = servers() else { return };
+    let upstream = s
+        .gcs_xml_endpoint
+        .trim_start_matches("http://")
+        .parse()
+        .expect("the shim is http://127.0.0.1:PORT");
+    let proxy = Proxy::start(upstream).await;
+    let toml = format!(
+        "[remotes.gcsproxy]\ntype = \"gcs\"\nendpoint = \"{}\"\nservice_account_path_env = \"MOVERCTL_TEST_GCS_SERVICE_ACCOUNT\"\n",
+        proxy.endpoint()
+    );
+    let via = moverctl::store::config::Remotes::parse("gcs-proxy.toml", &toml).unwrap();
+    let prefix = unique("gcs-md5");
+    let dst = Store::open(&format!("gcsproxy:{}/{prefix}", s.gcs_bucket), &via).unwrap();
+    let (_d, src) = local();
+    seed(&src, 1).await;
+    // object_store's GCS client percent-encodes the key ('-' as %2D): "dir/with space/…" and
+    // part 2 of "three-parts-and-a-bit".
+    proxy
+        .add("PUT", "with%20space", "", PFault::FlipRequest, 1)
+        .add(
+            "PUT",
+            "and%2Da%2Dbit",
+            "partNumber=2",
+            PFault::FlipRequest,
+            1,
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(&src, &dst, &dir.path().join("journal.sqlite")).await;
+    assert!(proxy.unspent().is_empty(), "{:?}", proxy.unspent());
+    assert!(r.failed.is_empty(), "{:?}", r.failed);
+    let st = proxy.upstream_statuses();
+    assert_eq!(st.len(), 2, "{st:?}");
+    assert!(
+        st.iter().all(|(_, c)| *c == 400),
+        "the store refused the damaged bodies: {st:?}"
+    );
+    assert_eq!(r.retries, 2);
+    assert_same(&src, &dst).await;
+}
+
 #[tokio::test]
 async fn dry_run_changes_nothing_and_says_why() {
     let (_a, src) = local();
