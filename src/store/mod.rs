@@ -9,6 +9,7 @@ pub mod http;
 pub mod list;
 pub mod local;
 pub mod location;
+pub mod retry;
 
 use config::{Remote, Remotes};
 use location::{Location, LocationError};
@@ -101,12 +102,9 @@ pub fn client_options(allow_http: bool) -> ClientOptions {
         )
 }
 
+/// The retry policy of every request object_store makes for moverctl (see [`retry`]).
 pub fn retry_config() -> RetryConfig {
-    RetryConfig {
-        max_retries: 8,
-        retry_timeout: Duration::from_secs(240),
-        ..Default::default()
-    }
+    retry::object_store_config()
 }
 
 fn build_err(loc: &Location, e: object_store::Error) -> OpenError {
