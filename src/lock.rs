@@ -14,10 +14,23 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("another moverctl sync ({holder}) holds {path}; exiting")]
+    #[error("another moverctl run ({holder}) holds {path}; exiting")]
     Held { path: String, holder: String },
     #[error("lock file {path}: {message}")]
     Io { path: String, message: String },
+}
+
+/// The lock file of a source/destination pair in the state folder: `copy`, `exec` and `sync` of
+/// one pair share it (and the journal it sits beside), so two runs never copy the same objects
+/// at once or abort each other's multipart uploads.
+pub fn default_path(src: &str, dst: &str) -> PathBuf {
+    let state = crate::journal::state_dir();
+    let j = crate::journal::default_path(&state, src, dst);
+    let id = j
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    state.join(format!("sync-{id}.lock"))
 }
 
 /// A held lock; released (and its file emptied) when dropped.

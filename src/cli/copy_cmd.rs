@@ -50,7 +50,8 @@ pub struct EngineArgs {
     /// Attempts after the first for an object that failed.
     #[arg(long, default_value_t = 3)]
     pub retries: u32,
-    /// auto: ETags, stored digests and HEAD; readback: read every object back and compare.
+    /// auto: ETags, stored digests and HEAD; readback: also read every object back and compare;
+    /// strict: as auto, and fail objects whose cloud source states no digest at all.
     #[arg(long, default_value = "auto")]
     pub verify: String,
     /// Show what would be copied and skipped, and why; change nothing.
@@ -179,7 +180,12 @@ pub(super) fn resolve(
     let verify = match e.verify.as_str() {
         "auto" => Verify::Auto,
         "readback" => Verify::Readback,
-        o => return Err(usage(format!("--verify {o:?}: use auto or readback"))),
+        "strict" => Verify::Strict,
+        o => {
+            return Err(usage(format!(
+                "--verify {o:?}: use auto, readback or strict"
+            )));
+        }
     };
     let bw = match &e.bwlimit {
         Some(v) => {
@@ -259,6 +265,18 @@ fn drive(
     catalog: &Catalog,
 ) -> Result<Exit, CliError> {
     let rt = super::runtime()?;
+    // One run of a pair at a time (copy, exec and sync share the lock; a dry run takes none).
+    let _lock = if r.opts.dry_run {
+        None
+    } else {
+        let path = crate::lock::default_path(&src.shown(), &dst.shown());
+        let what = format!("copy {} {}", src.shown(), dst.shown());
+        let (l, _stale) = crate::lock::RunLock::acquire(&path, &what).map_err(|e| match e {
+            crate::lock::LockError::Held { .. } => CliError::Locked(e.to_string()),
+            other => CliError::Failure(other.to_string()),
+        })?;
+        Some(l)
+    };
     let journal = if r.opts.dry_run {
         None
     } else {
@@ -278,6 +296,13 @@ fn drive(
             plan.map(|p| p.corpus.bytes),
             r.opts.counters.clone().unwrap_or_default(),
         );
+        // Two listed MD5 ETags that differ prove a change, whatever moverctl metadata on the
+        // destination says (and two equal ones prove equal content): copy decides as sync does.
+        let policy = crate::transfer::diff::JoinPolicy {
+            dest_only: false,
+            compare_md5_etags: super::sync_cmd::md5_etags(catalog, &src)
+                && super::sync_cmd::md5_etags(catalog, &dst),
+        };
         let run = Run {
             src,
             dst,
@@ -288,14 +313,18 @@ fn drive(
         };
         let out = std::io::stdout();
         let res = run
-            .run(|ev| {
-                progress.event(ev);
-                if json {
-                    let line = event_json(ev);
-                    let mut o = out.lock();
-                    let _ = writeln!(o, "{line}");
-                }
-            })
+            .run_with(
+                policy,
+                |ev| {
+                    progress.event(ev);
+                    if json {
+                        let line = event_json(ev);
+                        let mut o = out.lock();
+                        let _ = writeln!(o, "{line}");
+                    }
+                },
+                |_| Ok(()),
+            )
             .await;
         progress.finish();
         res
@@ -529,7 +558,7 @@ fn summary_text(
     }
     if r.aborted_uploads > 0 {
         out.push_str(&format!(
-            "{} multipart uploads of changed sources were aborted\n",
+            "{} multipart uploads were abandoned and aborted (a changed source, or a part or completion that failed its check)\n",
             r.aborted_uploads
         ));
     }

@@ -17,7 +17,7 @@ pub enum Exit {
     Credentials = 4,
     /// `sync --delete`: more deletions than `--max-delete` allows; nothing was deleted.
     DeleteGuard = 5,
-    /// `sync`: another run holds the lock; nothing was done.
+    /// `copy`, `exec`, `sync`: another run of the same pair holds the lock; nothing was done.
     Locked = 6,
     /// Stopped by Ctrl-C (or SIGINT) after the objects in flight finished; run again to resume.
     Interrupted = 130,
@@ -48,7 +48,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         6,
-        "sync: another run holds the lock (the message names its pid and start time); nothing was done",
+        "copy, exec, sync: another run of the same source and destination holds the lock (the message names its pid and start time); nothing was done",
     ),
     (
         130,

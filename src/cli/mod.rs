@@ -30,7 +30,13 @@ pub struct Cli {
     pub config: Option<PathBuf>,
     /// How long one failed request (LIST, HEAD, GET, PUT, part, DELETE) is retried with backoff
     /// before it is reported, e.g. 4m or 30s.
-    #[arg(long, global = true, env = "MOVERCTL_RETRY_TIMEOUT", value_name = "DURATION", default_value = "4m")]
+    #[arg(
+        long,
+        global = true,
+        env = "MOVERCTL_RETRY_TIMEOUT",
+        value_name = "DURATION",
+        default_value = "4m"
+    )]
     pub retry_timeout: String,
     #[command(subcommand)]
     pub command: Command,
@@ -180,9 +186,8 @@ pub fn main() -> std::process::ExitCode {
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
-    let window = humantime::parse_duration(&cli.retry_timeout).map_err(|e| {
-        CliError::Usage(format!("--retry-timeout {:?}: {e}", cli.retry_timeout))
-    })?;
+    let window = humantime::parse_duration(&cli.retry_timeout)
+        .map_err(|e| CliError::Usage(format!("--retry-timeout {:?}: {e}", cli.retry_timeout)))?;
     crate::store::retry::set_timeout(window);
     let catalog = load_catalog(cli.providers.as_deref())?;
     match cli.command {

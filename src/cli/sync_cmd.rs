@@ -13,7 +13,7 @@ use super::CliError;
 use super::copy_cmd::{EngineArgs, event_json, resolve, usage};
 use super::exit::Exit;
 use crate::catalog::{Catalog, Place, Provider};
-use crate::journal::{self, Journal};
+use crate::journal::Journal;
 use crate::lock::RunLock;
 use crate::money::Usd;
 use crate::plan::model::{Ledger, price_ledger};
@@ -75,8 +75,8 @@ when both sides have them, and only then one HEAD), and with --delete removes wh
 longer has: never after a run with a failed or refused object, never more than --max-delete,
 never an object younger than the destination's minimum storage duration unless
 --allow-early-delete. --dry-run shows all of it. With --json, sync prints one summary object (a
-dry run first prints one line per object it would copy, delete or keep). Exit codes 5 (delete
-guard) and 6 (another run holds the lock) are sync's own.";
+dry run first prints one line per object it would copy, delete or keep). Exit code 5 (delete
+guard) is sync's own; 6 means another run of the same pair (copy or sync) holds the lock.";
 
 /// Where a store's prices come from: the remote's provider, else what the URL scheme implies
 /// when no custom endpoint is involved.
@@ -253,24 +253,13 @@ fn price(src: Option<&Pricing>, dst: Option<&Pricing>, r: &Report, d: &DeleteRep
 }
 
 /// Whether a store's single-part ETags are MD5s of the content.
-fn md5_etags(catalog: &Catalog, store: &Store) -> bool {
+pub(super) fn md5_etags(catalog: &Catalog, store: &Store) -> bool {
     match store.kind {
         Kind::Gcs => true,
         Kind::S3 => provider_of(catalog, store)
             .is_none_or(|p| p.file.limits.single_part_etag_is_md5 != crate::catalog::Tristate::No),
         _ => false,
     }
-}
-
-/// `<state dir>/sync-<id>.lock`, the id being the journal's (a hash of SRC and DST).
-fn default_lock(src: &str, dst: &str) -> PathBuf {
-    let state = journal::state_dir();
-    let j = journal::default_path(&state, src, dst);
-    let id = j
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_default();
-    state.join(format!("sync-{id}.lock"))
 }
 
 pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<Exit, CliError> {
@@ -345,7 +334,7 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
     let lock_path = args
         .lock
         .clone()
-        .unwrap_or_else(|| default_lock(&src_shown, &dst_shown));
+        .unwrap_or_else(|| crate::lock::default_path(&src_shown, &dst_shown));
     let mut notes: Vec<String> = Vec::new();
     let _lock = if dry_run {
         None
@@ -393,6 +382,21 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
             {
                 // A failed run still says so (and keeps the last success's time).
                 m.write(None, e.exit(), started_at, finished)?;
+            }
+            if res.json {
+                // A scheduler reading --json gets a summary object however the run ended.
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "event": "summary",
+                        "source": src_shown,
+                        "destination": dst_shown,
+                        "dry_run": dry_run,
+                        "error": e.to_string(),
+                        "exit_code": e.exit() as u8,
+                        "deletes": {"verdict": "suppressed", "deleted": 0},
+                    })
+                );
             }
             Err(e)
         }
@@ -607,7 +611,13 @@ fn one_line(o: &Outcome, src: &str, dst: &str) -> String {
     );
     let listing_only = r.requests_get + r.requests_put + r.requests_head + d.requests_delete == 0;
     let took = took(secs(r));
-    if r.copied == 0 && d.deleted == 0 && r.failed.is_empty() && r.refused.is_empty() && !r.dry_run
+    let guard = d.verdict == Some(Verdict::GuardTripped);
+    if r.copied == 0
+        && d.deleted == 0
+        && r.failed.is_empty()
+        && r.refused.is_empty()
+        && !r.dry_run
+        && !guard
     {
         return format!(
             "sync {src} -> {dst}: up to date, {} objects unchanged; requests {}{}; est. cost {} in {took}",
@@ -627,8 +637,16 @@ fn one_line(o: &Outcome, src: &str, dst: &str) -> String {
     } else {
         (d.deleted, d.deleted_bytes)
     };
+    let held = if guard {
+        format!(
+            ", delete guard tripped: {} to delete > {} allowed, nothing deleted",
+            d.deletable, d.allowed
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "sync {src} -> {dst}{dry}: {copied} {} ({}), {deleted} {} ({}), unchanged {}, failed {}; requests {requests}; est. cost {} in {took}",
+        "sync {src} -> {dst}{dry}: {copied} {} ({}), {deleted} {} ({}){held}, unchanged {}, failed {}; requests {requests}; est. cost {} in {took}",
         r.copied,
         fmt_bytes(r.copied_bytes),
         would_delete.0,

@@ -67,6 +67,9 @@ pub struct Store {
     /// The concrete S3 store (for presigned requests object_store cannot make, e.g. a HEAD of
     /// one part), when this is an S3 location.
     pub s3: Option<Arc<object_store::aws::AmazonS3>>,
+    /// How long moverctl's own requests to this store (presigned HEADs, listing pages) are
+    /// retried: the window of [`retry`] in force when the store was opened.
+    pub retry_window: Duration,
 }
 
 impl std::fmt::Debug for Store {
@@ -222,6 +225,7 @@ impl Store {
                     storage_class,
                     observer,
                     s3: Some(s),
+                    retry_window: retry::timeout(),
                 })
             }
             Location::Gcs { bucket, .. } => {
@@ -255,6 +259,7 @@ impl Store {
                     storage_class,
                     observer: observer.clone(),
                     s3: None,
+                    retry_window: retry::timeout(),
                 })
             }
             Location::Azure { container, .. } => {
@@ -305,6 +310,7 @@ impl Store {
                     storage_class,
                     observer: observer.clone(),
                     s3: None,
+                    retry_window: retry::timeout(),
                 })
             }
             Location::Local { root } => {
@@ -330,6 +336,7 @@ impl Store {
                     storage_class,
                     observer: observer.clone(),
                     s3: None,
+                    retry_window: retry::timeout(),
                 })
             }
             Location::Memory { .. } => {
@@ -346,6 +353,7 @@ impl Store {
                     storage_class,
                     observer: observer.clone(),
                     s3: None,
+                    retry_window: retry::timeout(),
                 })
             }
         }

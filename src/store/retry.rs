@@ -74,9 +74,14 @@ impl Default for Backoff {
 impl Backoff {
     /// Starts the window now (call before the first attempt).
     pub fn new() -> Backoff {
+        Backoff::with_window(timeout())
+    }
+
+    /// As [`Backoff::new`] with another window (a store's own, see `Store::retry_window`).
+    pub fn with_window(window: Duration) -> Backoff {
         Backoff {
             start: Instant::now(),
-            window: timeout(),
+            window,
             next: INIT_BACKOFF.as_secs_f64(),
             retries: 0,
         }
@@ -143,7 +148,10 @@ mod tests {
         for _ in 0..50 {
             let w = b.next_wait().unwrap();
             assert!(w >= INIT_BACKOFF && w <= MAX_BACKOFF, "{w:?}");
-            assert!(w.as_secs_f64() <= prev.as_secs_f64() * BASE + 1e-9, "{w:?} after {prev:?}");
+            assert!(
+                w.as_secs_f64() <= prev.as_secs_f64() * BASE + 1e-9,
+                "{w:?} after {prev:?}"
+            );
             prev = w;
         }
         let mut spent = Backoff {

@@ -41,6 +41,10 @@ pub enum CopyError {
     SourceChanged,
     #[error("{0}")]
     TooLarge(String),
+    #[error(
+        "the source states no digest for this object (no MD5 ETag, multipart ETag, stored checksum or moverctl metadata), so its bytes could only be checked by size; --verify strict refuses that"
+    )]
+    NoSourceDigest,
     #[error("{what}: {source}")]
     Store {
         what: &'static str,
@@ -63,7 +67,10 @@ impl CopyError {
         match self {
             CopyError::Mismatch(_) | CopyError::Io { .. } => true,
             CopyError::Store { source, .. } => !crate::store::is_auth_error(source),
-            CopyError::SourceChanged | CopyError::TooLarge(_) | CopyError::Journal(_) => false,
+            CopyError::SourceChanged
+            | CopyError::TooLarge(_)
+            | CopyError::NoSourceDigest
+            | CopyError::Journal(_) => false,
         }
     }
 }
@@ -182,6 +189,15 @@ fn read_range(
 /// digest headers).
 type Seen = Arc<Mutex<Claims>>;
 
+/// The read side's label, unless `--verify strict` refuses an object whose cloud source stated
+/// no digest at all.
+fn require_digest(ctx: &Ctx, label: &'static str) -> Result<&'static str, CopyError> {
+    if label == "source-size" && ctx.opts.verify == Verify::Strict && is_cloud(ctx.src.kind) {
+        return Err(CopyError::NoSourceDigest);
+    }
+    Ok(label)
+}
+
 fn is_cloud(k: Kind) -> bool {
     matches!(k, Kind::S3 | Kind::Gcs | Kind::Azure)
 }
@@ -281,8 +297,8 @@ fn source_md5(ctx: &Ctx, src: &Entry) -> Option<[u8; 16]> {
 /// What the source claims before its bytes are read: the listing's MD5 ETag; for an S3
 /// multipart ETag, the part size from a HEAD of part 1 so the ETag can be recomputed; otherwise,
 /// with `head` and no MD5 yet, what one HEAD shows (moverctl's CRC64, Azure/GCS digest
-/// properties, S3's stored CRC64 with checksum mode). A HEAD that fails is not fatal (the read will say what is wrong), except that a
-/// changed source is reported as such.
+/// properties, S3's stored CRC64 with checksum mode). A HEAD that still fails after the retry
+/// policy is an error of this attempt: going on would silently verify by size alone.
 async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyError> {
     let mut c = Claims {
         md5: source_md5(ctx, src),
@@ -345,10 +361,9 @@ async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyErro
                         c.add_headers(h, false);
                     }
                 }
-                Err(object_store::Error::Precondition { .. }) => {
-                    return Err(CopyError::SourceChanged);
-                }
-                Err(_) => {}
+                // object_store retried it already: without this HEAD the source's digests are
+                // unknown, and the copy would be verified by size alone.
+                Err(e) => return Err(store_err("reading the source's digests (HEAD)")(e)),
             }
         }
     }
@@ -357,17 +372,24 @@ async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyErro
 
 /// A HEAD object_store cannot make: presigned, with checksum mode (S3 returns stored checksums
 /// only when asked) and optionally one part (`partNumber`). Pinned to the listed ETag.
+///
+/// Transient failures (5xx, 429, a connection that breaks) are retried under the one policy of
+/// [`crate::store::retry`], and then are an error: the copy must not go on without the digests
+/// this HEAD would have found (it would verify by size alone). `Ok(None)` only where the store
+/// answers that it does not support the request (400, 405, 501: no part layout to learn).
 async fn raw_head(
     ctx: &Ctx,
     s3: &object_store::aws::AmazonS3,
     src: &Entry,
     part: Option<u32>,
 ) -> Result<Option<DigestHeaders>, CopyError> {
+    use crate::store::retry::{Backoff, retryable_status};
     use object_store::signer::{HeaderName, HeaderValue, Method, SignedUrlOptions, Signer};
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
-    let Ok(path) = ctx.src.path_of(&src.key) else {
-        return Ok(None);
-    };
+    let path = ctx.src.path_of(&src.key).map_err(|e| CopyError::Store {
+        what: "source key",
+        source: e.into(),
+    })?;
     let mut opts = SignedUrlOptions::default().with_signed_header(
         HeaderName::from_static("x-amz-checksum-mode"),
         HeaderValue::from_static("ENABLED"),
@@ -375,40 +397,84 @@ async fn raw_head(
     if let Some(n) = part {
         opts = opts.with_query([("partNumber", n.to_string())]);
     }
-    let Ok(url) = s3
-        .signed_url_opts(
-            Method::HEAD,
-            &path,
-            std::time::Duration::from_secs(300),
-            &opts,
-        )
-        .await
-    else {
-        return Ok(None);
-    };
     let client = CLIENT.get_or_init(|| {
         reqwest::Client::builder()
             .timeout(std::time::Duration::from_secs(60))
             .build()
             .unwrap_or_default()
     });
-    ctx.counters.head.fetch_add(1, Relaxed);
-    ctx.limits.take_request().await;
-    let mut req = client.head(url).header("x-amz-checksum-mode", "ENABLED");
-    if let Some(e) = &src.e_tag {
-        req = req.header("if-match", e.as_str());
-    }
-    // Errors are dropped whole: a reqwest error would print the presigned URL.
-    let Ok(resp) = req.send().await else {
-        return Ok(None);
+    let what = if part.is_some() {
+        "learning the source's part size (HEAD)"
+    } else {
+        "reading the source's digests (HEAD)"
     };
-    if resp.status().as_u16() == 412 {
-        return Err(CopyError::SourceChanged);
+    let generic = |msg: String| CopyError::Store {
+        what,
+        source: object_store::Error::Generic {
+            store: "S3",
+            source: msg.into(),
+        },
+    };
+    let mut backoff = Backoff::with_window(ctx.src.retry_window);
+    loop {
+        // Signed anew for each attempt (a signature is only valid for a while).
+        let url = s3
+            .signed_url_opts(
+                Method::HEAD,
+                &path,
+                std::time::Duration::from_secs(300),
+                &opts,
+            )
+            .await
+            .map_err(|e| CopyError::Store { what, source: e })?;
+        ctx.counters.head.fetch_add(1, Relaxed);
+        ctx.limits.take_request().await;
+        let mut req = client.head(url).header("x-amz-checksum-mode", "ENABLED");
+        if let Some(e) = &src.e_tag {
+            req = req.header("if-match", e.as_str());
+        }
+        // A reqwest error would print the presigned URL (a signature): only its kind is kept.
+        let failure = match req.send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                match status {
+                    200..=299 => return Ok(Some(DigestHeaders::of(resp.headers()))),
+                    412 => return Err(CopyError::SourceChanged),
+                    400 | 405 | 501 => return Ok(None),
+                    401 | 403 => {
+                        return Err(CopyError::Store {
+                            what,
+                            source: object_store::Error::PermissionDenied {
+                                path: path.to_string(),
+                                source: format!("the store answered {status}").into(),
+                            },
+                        });
+                    }
+                    404 => {
+                        return Err(CopyError::Store {
+                            what,
+                            source: object_store::Error::NotFound {
+                                path: path.to_string(),
+                                source: "the source object is gone since it was listed".into(),
+                            },
+                        });
+                    }
+                    s if retryable_status(s) => format!("the store answered {s}"),
+                    s => return Err(generic(format!("the store answered {s}"))),
+                }
+            }
+            Err(e) if e.is_timeout() => "the request timed out".to_string(),
+            Err(e) if e.is_connect() => "the connection failed".to_string(),
+            Err(_) => "the connection broke".to_string(),
+        };
+        if !backoff.wait().await {
+            return Err(generic(format!(
+                "{failure}; gave up after {} retries over {:.0?}",
+                backoff.retries(),
+                backoff.elapsed()
+            )));
+        }
     }
-    if !resp.status().is_success() {
-        return Ok(None);
-    }
-    Ok(Some(DigestHeaders::of(resp.headers())))
 }
 
 fn metadata(ctx: &Ctx, src: &Entry, crc: Option<u64>) -> Attributes {
@@ -452,7 +518,8 @@ pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
 
 async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     // Only an S3 multipart ETag needs a request before reading (the source's part size).
-    let seen: Seen = Arc::new(Mutex::new(discover(ctx, src, false).await?));
+    let strict = ctx.opts.verify == Verify::Strict;
+    let seen: Seen = Arc::new(Mutex::new(discover(ctx, src, strict).await?));
     // The object is held whole until it is written: it counts against the run's buffer budget.
     let mib = src
         .size
@@ -483,7 +550,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         o.md5 = d.md5;
         o
     };
-    let read_side = claims.check(d.crc64, Some(&ordered))?;
+    let read_side = require_digest(ctx, claims.check(d.crc64, Some(&ordered))?)?;
     let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "destination key",
         source: e.into(),
@@ -1008,7 +1075,10 @@ async fn copy_multipart(
             }
             "source-parts-etag"
         }
-        None => match claims.check(crc.unwrap_or(0), ordered.as_ref()) {
+        None => match claims
+            .check(crc.unwrap_or(0), ordered.as_ref())
+            .and_then(|l| require_digest(ctx, l))
+        {
             Ok(l) => l,
             Err(e) => {
                 abandon(ctx, &mp, &path, &id, &src.key, false).await;
@@ -1084,13 +1154,18 @@ async fn copy_multipart(
 }
 
 /// Stores without a low-level multipart API (local folders): parts in order through
-/// `put_multipart`, which only makes the object visible when it completes.
+/// `put_multipart`, which only makes the object visible when it completes. The source's claims
+/// (its MD5 or multipart ETag, stored CRCs, moverctl's CRC64) are learned with one HEAD and
+/// checked over the bytes in order before the upload completes: a read that went wrong never
+/// becomes visible under the final name.
 async fn copy_multipart_streaming(
     ctx: &Ctx,
     src: &Entry,
     path: &object_store::path::Path,
     ranges: Vec<Range<u64>>,
 ) -> Result<Outcome, CopyError> {
+    let claims = discover(ctx, src, true).await?;
+    let mut in_order = claims.needs_in_order().then(|| InOrder::new(&claims));
     let mut up = ctx
         .dst
         .inner
@@ -1113,6 +1188,11 @@ async fn copy_multipart_streaming(
                 return Err(e);
             }
         };
+        if let Some(h) = &mut in_order {
+            for c in &chunks {
+                h.update(c);
+            }
+        }
         crc = Some(match crc {
             None => d.crc64,
             Some(c) => checksum::crc64_combine(c, d.crc64, d.bytes),
@@ -1125,12 +1205,31 @@ async fn copy_multipart_streaming(
         }
         ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
     }
+    let crc = crc.unwrap_or(0);
+    let ordered = in_order.map(InOrder::finish);
+    let read_side = match claims
+        .check(crc, ordered.as_ref())
+        .and_then(|l| require_digest(ctx, l))
+    {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = up.abort().await;
+            return Err(e);
+        }
+    };
     let res = up
         .complete()
         .await
         .map_err(store_err("completing the upload"))?;
-    let crc = crc.unwrap_or(0);
-    let write_side = verify_after_write(ctx, src, path, crc, None).await?;
+    let write_side = match verify_after_write(ctx, src, path, crc, None).await {
+        Ok(w) => w,
+        Err(e) => {
+            if matches!(e, CopyError::Mismatch(_)) {
+                let _ = ctx.dst.inner.delete(path).await;
+            }
+            return Err(e);
+        }
+    };
     Ok(Outcome {
         digests: Digests {
             crc64: crc,
@@ -1138,7 +1237,7 @@ async fn copy_multipart_streaming(
             bytes: src.size,
         },
         dst_etag: res.e_tag,
-        verified_by: format!("source-size+{write_side}"),
+        verified_by: format!("{read_side}+{write_side}"),
         parts: ranges.len() as u64,
         upload_id: None,
         part_size: Some(ranges[0].end - ranges[0].start),

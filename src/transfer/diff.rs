@@ -8,8 +8,8 @@
 //! | no                        | —                                                        | copy (`new`) |
 //! | yes, other size           | —                                                        | copy (`size differs`) |
 //! | yes, same size            | journal: verified, same source size + ETag, same destination ETag | skip (`verified earlier`), no request |
-//! | yes, same size            | sync only ([`JoinPolicy::compare_md5_etags`]): both listed ETags are plain MD5s (not multipart `…-N`) and equal | skip (`same md5`), no request |
-//! | yes, same size            | sync only: both listed ETags are plain MD5s and differ   | copy (`md5 differs`) |
+//! | yes, same size            | [`JoinPolicy::compare_md5_etags`] (both stores' single-part ETags are MD5s): both listed ETags are plain MD5s (not multipart `…-N`) and equal | skip (`same md5`), no request |
+//! | yes, same size            | the same, and they differ   | copy (`md5 differs`) |
 //! | yes, same size            | journal: failed, or still copying                         | copy (`failed earlier`, `unfinished earlier`) |
 //! | yes, same size            | anything else                                            | check: HEAD the destination; skip if its moverctl metadata names the same source ETag and size (`same source version`), else copy (`unproven`) |
 //!

@@ -36,6 +36,10 @@ pub enum Verify {
     Auto,
     /// Read every written object back and compare CRCs.
     Readback,
+    /// As `Auto`, and an object from a cloud source that states no digest at all (no MD5,
+    /// multipart ETag, stored CRC or moverctl metadata) fails instead of being copied with only
+    /// its size checked.
+    Strict,
 }
 
 #[derive(Debug, Clone)]
