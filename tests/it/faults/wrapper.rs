@@ -16,7 +16,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-/// Which operation a rule applies to. HEAD requests and listings are never faulted.
+/// Which operation a rule applies to. Listings are never faulted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// A GET whose byte range covers the rule's offset.
@@ -29,6 +29,9 @@ pub enum Op {
     Part(usize),
     /// `complete_multipart`.
     Complete,
+    /// A HEAD (`get_opts` with `head`), e.g. the one that learns a source's digests. (S3's
+    /// presigned HEADs do not pass here: fault them with the proxy.)
+    Head,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,11 +253,20 @@ impl ObjectStore for FaultStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
+        let inner = self.inner.put_multipart_opts(location, opts).await?;
+        Ok(Box::new(FaultUpload {
+            inner,
+            plan: self.plan.clone(),
+            path: location.clone(),
+            next: 0,
+        }))
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         if options.head {
+            if self.plan.take(location, Op::Head, |_| true).is_some() {
+                return Err(unavailable("HEAD"));
+            }
             return self.inner.get_opts(location, options).await;
         }
         let res = self.inner.get_opts(location, options).await?;
@@ -389,5 +401,40 @@ impl MultipartStore for FaultStore {
 
     async fn abort_multipart(&self, path: &Path, id: &MultipartId) -> Result<()> {
         self.mp().abort_multipart(path, id).await
+    }
+}
+
+/// A streaming upload (`put_multipart`, the path of stores without a multipart API such as local
+/// folders) whose parts, counted from 0, take `Op::Part` rules like `put_part` does.
+#[derive(Debug)]
+struct FaultUpload {
+    inner: Box<dyn MultipartUpload>,
+    plan: Plan,
+    path: Path,
+    next: usize,
+}
+
+#[async_trait]
+impl MultipartUpload for FaultUpload {
+    fn put_part(&mut self, data: PutPayload) -> object_store::UploadPart {
+        let idx = self.next;
+        self.next += 1;
+        let len = data.content_length() as u64;
+        match self
+            .plan
+            .take(&self.path, Op::Part(idx), |at| at < len.max(1))
+        {
+            Some((Fault::Unavailable, _)) => Box::pin(async { Err(unavailable("part")) }),
+            Some((Fault::Flip, at)) => self.inner.put_part(flip_payload(data, at)),
+            _ => self.inner.put_part(data),
+        }
+    }
+
+    async fn complete(&mut self) -> Result<PutResult> {
+        self.inner.complete().await
+    }
+
+    async fn abort(&mut self) -> Result<()> {
+        self.inner.abort().await
     }
 }

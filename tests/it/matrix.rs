@@ -1,0 +1,535 @@
+//! The verification matrix: every combination of source kind × destination kind × size class ×
+//! origin × fault that exists, with one assertion everywhere: an object recorded as done (reported
+//! copied or journaled verified) holds exactly its source's bytes, or the run reported it failed
+//! and recorded nothing wrong; a clean re-run then ends with every destination object exact.
+//!
+//! Axes:
+//! - store kinds: a local folder, S3 (Garage; sources through the fault proxy), Azure (Azurite),
+//!   GCS (fake-gcs-server behind the XML shim), at both ends;
+//! - sizes: empty, small (one PUT), large (multipart at the destination; a multipart source in
+//!   the same part size), large in another part layout (a multipart source in other parts);
+//! - origins: written by moverctl (its CRC64 in metadata), foreign single PUT (an MD5 ETag or MD5
+//!   property), foreign multipart (a multipart ETag, a GCS CRC32C), no digest at all (S3 parts of
+//!   unequal size, so no layout can be derived; Azure block lists); local files;
+//! - faults: a byte flipped on every first read of an object, on every first write, the source's
+//!   HEADs failing (a 503 storm on S3, errors elsewhere), none.
+//!
+//! Cells that cannot exist are printed as such with the reason (an empty object has no multipart
+//! origin; a local source is read from the file itself, so no read can be flipped on the way;
+//! GCS always keeps a CRC32C). Reads flipped from a source that states no digest cannot be
+//! detected by anyone, so those runs use `--verify strict`, which must refuse them; under
+//! `--verify auto` the fault-free run checks they are labelled `source-size`. Azurite answers Put
+//! Block without an MD5 (real Azure sends one), so flipped writes into Azure run with
+//! `--verify readback`. The matrix's coverage is printed and written to
+//! `target/verification-matrix.txt`; README's integrity tables say the same.
+
+use super::faults::proxy::{PFault, Proxy};
+use super::faults::wrapper::{Fault, Op, Plan, faulty};
+use super::faults::{Outcome, data, go};
+use super::{Servers, remotes_toml, servers, unique};
+use moverctl::catalog::parts::{MIB, PartRule};
+use moverctl::journal::{Journal, State};
+use moverctl::store::Store;
+use moverctl::store::config::Remotes;
+use moverctl::transfer::{CopyOptions, Verify};
+use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+const PART: u64 = 5 * MIB;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum K {
+    Local,
+    S3,
+    Azure,
+    Gcs,
+}
+
+const KINDS: [K; 4] = [K::Local, K::S3, K::Azure, K::Gcs];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Size {
+    Empty,
+    Small,
+    /// Two parts and a few bytes at the destination's part size.
+    Large,
+    /// A multipart source in 6 MiB parts; 5 MiB parts at the destination.
+    OtherLayout,
+}
+
+impl Size {
+    fn bytes(self) -> u64 {
+        match self {
+            Size::Empty => 0,
+            Size::Small => 100_000,
+            Size::Large => 2 * PART + 7,
+            Size::OtherLayout => 11 * MIB + 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Moverctl,
+    Single,
+    Multipart,
+    NoDigest,
+    File,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum F {
+    ReadFlip,
+    WriteFlip,
+    HeadFails,
+    None,
+}
+
+const FAULTS: [F; 4] = [F::ReadFlip, F::WriteFlip, F::HeadFails, F::None];
+
+struct Obj {
+    key: String,
+    size: Size,
+    origin: Origin,
+}
+
+/// The objects a source of this kind can hold, and the cells that cannot exist.
+fn objects(k: K) -> (Vec<Obj>, Vec<String>) {
+    use Origin::*;
+    use Size::*;
+    let mut v = Vec::new();
+    let mut na = Vec::new();
+    let sizes = [Empty, Small, Large, OtherLayout];
+    let origins: &[Origin] = match k {
+        K::Local => &[File],
+        _ => &[Moverctl, Single, Multipart, NoDigest],
+    };
+    for &o in origins {
+        for &s in &sizes {
+            let why = match (k, o, s) {
+                (_, Multipart | NoDigest, Empty | Small) => {
+                    Some("a multipart origin needs a large object")
+                }
+                (K::S3, NoDigest, OtherLayout) => Some("one no-digest layout is enough"),
+                (K::Azure, NoDigest, _) => Some(
+                    "on Azure the foreign multipart origin (a block list) is the no-digest one",
+                ),
+                (K::Gcs, NoDigest, _) => Some("GCS keeps a CRC32C of every object"),
+                _ => None,
+            };
+            match why {
+                Some(w) => na.push(format!("{k:?} source, {o:?} origin, {s:?}: n/a ({w})")),
+                None => v.push(Obj {
+                    key: format!("{o:?}-{s:?}").to_lowercase(),
+                    size: s,
+                    origin: o,
+                }),
+            }
+        }
+    }
+    if k == K::Local {
+        na.push("Local source × ReadFlip: n/a (read from the file itself)".into());
+    }
+    (v, na)
+}
+
+fn options(verify: Verify) -> CopyOptions {
+    let mut o = super::copy::options();
+    o.part_rule = PartRule {
+        threshold: 8 * MIB,
+        preferred_part: PART,
+    };
+    o.verify = verify;
+    o
+}
+
+/// A store of kind `k` under a fresh prefix: (as the run sees it, direct for seeding/checking).
+struct Side {
+    run: Store,
+    raw: Store,
+    /// `/bucket/prefix/` as it appears in the proxy's request paths (S3 sources only).
+    proxy_path: Option<String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// Opens `prefix` (a fresh one when None) on a store of kind `k`; a local folder is created.
+fn open(s: &Servers, k: K, prefix: Option<&str>, as_source: bool, proxy: &Proxy) -> Side {
+    let direct = Remotes::parse("matrix.toml", &remotes_toml(s)).unwrap();
+    let p = prefix.map_or_else(|| unique("matrix"), str::to_string);
+    match k {
+        K::Local => {
+            let dir = tempfile::tempdir().unwrap();
+            let st = Store::open(&dir.path().display().to_string(), &direct).unwrap();
+            Side {
+                run: st.clone(),
+                raw: st,
+                proxy_path: None,
+                _dir: Some(dir),
+            }
+        }
+        K::S3 => {
+            let bucket = if as_source { &s.bucket_a } else { &s.bucket_b };
+            let raw = Store::open(&format!("garage:{bucket}/{p}"), &direct).unwrap();
+            let via = Remotes::parse(
+                "matrix-proxy.toml",
+                &format!(
+                    "[remotes.viaproxy]\ntype = \"s3\"\nendpoint = \"{}\"\nregion = \"{}\"\n\
+                     access_key_id_env = \"MOVERCTL_TEST_S3_KEY_ID\"\n\
+                     secret_access_key_env = \"MOVERCTL_TEST_S3_SECRET\"\n",
+                    proxy.endpoint(),
+                    s.region
+                ),
+            )
+            .unwrap();
+            let mut run = Store::open(&format!("viaproxy:{bucket}/{p}"), &via).unwrap();
+            // The HEAD storm of the HeadFails runs ends in a second, not four minutes.
+            run.retry_window = Duration::from_secs(1);
+            Side {
+                run,
+                raw,
+                proxy_path: Some(format!("/{bucket}/{p}/")),
+                _dir: None,
+            }
+        }
+        K::Azure => {
+            let c = if as_source {
+                &s.az_container
+            } else {
+                &s.az_container2
+            };
+            let st = Store::open(&format!("azurite:{c}/{p}"), &direct).unwrap();
+            Side {
+                run: st.clone(),
+                raw: st,
+                proxy_path: None,
+                _dir: None,
+            }
+        }
+        K::Gcs => {
+            let st = Store::open(&format!("gcsxml:{}/{p}", s.gcs_bucket), &direct).unwrap();
+            Side {
+                run: st.clone(),
+                raw: st,
+                proxy_path: None,
+                _dir: None,
+            }
+        }
+    }
+}
+
+/// A foreign multipart upload in parts of `part` bytes (the last one shorter).
+async fn put_parts(store: &Store, key: &str, bytes: bytes::Bytes, part: usize) {
+    let up = store
+        .inner
+        .put_multipart(&store.path_of(key).unwrap())
+        .await
+        .unwrap();
+    let mut w = WriteMultipart::new_with_chunk_size(up, part);
+    w.put(bytes);
+    w.finish().await.unwrap();
+}
+
+/// Writes the source objects, each as its origin says.
+async fn seed(k: K, side: &Side, objs: &[Obj]) {
+    let mine: Vec<&Obj> = objs
+        .iter()
+        .filter(|o| o.origin == Origin::Moverctl)
+        .collect();
+    if !mine.is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        for o in &mine {
+            std::fs::write(dir.path().join(&o.key), data(&o.key, o.size.bytes())).unwrap();
+        }
+        let local = Store::open(
+            &dir.path().display().to_string(),
+            &Remotes::parse("none.toml", "").unwrap(),
+        )
+        .unwrap();
+        let j = dir.path().join("seed-journal.sqlite");
+        let out = go(&local, &side.raw, &j, options(Verify::Auto)).await;
+        assert!(out.report.failed.is_empty(), "{:?}", out.report.failed);
+    }
+    for o in objs {
+        let bytes = data(&o.key, o.size.bytes());
+        let path = side.raw.path_of(&o.key).unwrap();
+        match o.origin {
+            Origin::Moverctl => {}
+            Origin::Single | Origin::File => {
+                side.raw
+                    .inner
+                    .put(&path, PutPayload::from(bytes))
+                    .await
+                    .unwrap();
+            }
+            Origin::Multipart => {
+                let part = match o.size {
+                    Size::OtherLayout => 6 * MIB,
+                    _ => PART,
+                } as usize;
+                put_parts(&side.raw, &o.key, bytes, part).await;
+            }
+            Origin::NoDigest => {
+                assert_eq!(k, K::S3);
+                // Parts of 5 MiB and 5 MiB + 7: part 1's size implies three parts, the ETag says
+                // two, so no layout can be derived and the ETag proves nothing.
+                let mp = side.raw.multipart.clone().unwrap();
+                let id = mp.create_multipart(&path).await.unwrap();
+                let cut = PART as usize;
+                let p1 = mp
+                    .put_part(&path, &id, 0, PutPayload::from(bytes.slice(..cut)))
+                    .await
+                    .unwrap();
+                let p2 = mp
+                    .put_part(&path, &id, 1, PutPayload::from(bytes.slice(cut..)))
+                    .await
+                    .unwrap();
+                mp.complete_multipart(&path, &id, vec![p1, p2])
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}
+
+fn plan_faults(
+    f: F,
+    src_kind: K,
+    objs: &[Obj],
+    src_plan: &Plan,
+    dst_plan: &Plan,
+    src: &Side,
+    proxy: &Proxy,
+) {
+    for o in objs {
+        let n = o.size.bytes();
+        match f {
+            F::ReadFlip if n > 0 => {
+                src_plan.add(&o.key, Op::Get, Fault::Flip, n / 2, 1);
+            }
+            F::WriteFlip if n > 0 => {
+                if n > 8 * MIB {
+                    dst_plan.add(&o.key, Op::Part(1), Fault::Flip, 1000, 1);
+                } else {
+                    dst_plan.add(&o.key, Op::Put, Fault::Flip, n / 2, 1);
+                }
+            }
+            F::HeadFails => {
+                if src_kind == K::S3 {
+                    let path = src.proxy_path.as_deref().unwrap();
+                    proxy.add(
+                        "HEAD",
+                        &format!("{path}{}", o.key),
+                        "",
+                        PFault::SlowDown,
+                        1_000_000,
+                    );
+                } else {
+                    src_plan.add(&o.key, Op::Head, Fault::Unavailable, 0, 1_000_000);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One cell's result, for the coverage listing.
+fn cell(out: &Outcome, key: &str) -> String {
+    match (out.copied.get(key), out.failed.get(key)) {
+        (Some(by), _) => format!("exact ({by})"),
+        (None, Some(e)) => format!(
+            "failed, nothing recorded ({})",
+            e.chars().take(70).collect::<String>()
+        ),
+        (None, None) => "not copied".into(),
+    }
+}
+
+async fn bytes_of(store: &Store, key: &str) -> Option<bytes::Bytes> {
+    super::faults::bytes_at(store, key).await
+}
+
+/// The one assertion: whatever is recorded as done holds exactly the source's bytes.
+async fn assert_nothing_wrong_recorded(
+    src: &Side,
+    dst: &Side,
+    out: &Outcome,
+    objs: &[Obj],
+    what: &str,
+) {
+    let j = Journal::open(&out.journal, &out.src_shown, &out.dst_shown).unwrap();
+    let mut bad = Vec::new();
+    for o in objs {
+        let want = data(&o.key, o.size.bytes());
+        assert_eq!(
+            bytes_of(&src.raw, &o.key).await.as_ref(),
+            Some(&want),
+            "{what}: source {}",
+            o.key
+        );
+        let rec = j.get(&o.key).unwrap();
+        let recorded = out.copied.contains_key(&o.key)
+            || rec.as_ref().is_some_and(|r| r.state == State::Verified);
+        if recorded && bytes_of(&dst.raw, &o.key).await.as_ref() != Some(&want) {
+            bad.push(format!(
+                "{what}: {} ({:?}, {:?}) recorded as done ({}) but the destination holds other bytes",
+                o.key, o.origin, o.size, cell(out, &o.key)
+            ));
+        }
+        if out.copied.contains_key(&o.key) && out.failed.contains_key(&o.key) {
+            bad.push(format!("{what}: {} reported both copied and failed", o.key));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+async fn source_row(src_kind: K) -> Vec<String> {
+    let Some(s) = servers() else {
+        return Vec::new();
+    };
+    let upstream = s
+        .s3_endpoint
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let (objs, na) = objects(src_kind);
+    let mut lines: Vec<String> = na;
+    let proxy = Proxy::start(upstream).await;
+    let src = open(&s, src_kind, None, true, &proxy);
+    let src_prefix = src.raw.prefix.trim_end_matches('/').to_string();
+    seed(src_kind, &src, &objs).await;
+    for dst_kind in KINDS {
+        for f in FAULTS {
+            if src_kind == K::Local && f == F::ReadFlip {
+                continue;
+            }
+            // A fresh proxy per run (a HEAD storm must not outlive its run); the seeded source
+            // is reached through it.
+            let proxy = Proxy::start(upstream).await;
+            let src_run = match src_kind {
+                K::S3 => open(&s, K::S3, Some(&src_prefix), true, &proxy).run,
+                _ => src.raw.clone(),
+            };
+            let dst = open(&s, dst_kind, None, false, &proxy);
+            let (sp, dp) = (Plan::new(), Plan::new());
+            plan_faults(f, src_kind, &objs, &sp, &dp, &src, &proxy);
+            let verify = match (f, dst_kind) {
+                (F::ReadFlip, _) => Verify::Strict,
+                (F::WriteFlip, K::Azure) => Verify::Readback,
+                _ => Verify::Auto,
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let j = dir.path().join("j.sqlite");
+            let what = format!("{src_kind:?} -> {dst_kind:?}, {f:?} ({verify:?})");
+            let out = go(
+                &faulty(&src_run, &sp),
+                &faulty(&dst.run, &dp),
+                &j,
+                options(verify),
+            )
+            .await;
+            assert_nothing_wrong_recorded(&src, &dst, &out, &objs, &what).await;
+            // Every planned fault that applies must have fired (else the cell tested nothing).
+            match f {
+                F::ReadFlip | F::WriteFlip => {
+                    let planned = objs.iter().filter(|o| o.size != Size::Empty).count();
+                    let fired = sp.hits().len() + dp.hits().len();
+                    assert_eq!(fired, planned, "{what}: faults fired {fired} of {planned}");
+                }
+                F::HeadFails => {
+                    let fired = sp.hits().len() + proxy.hits().len();
+                    let large = objs.iter().filter(|o| o.size.bytes() > 8 * MIB).count();
+                    if src_kind != K::Local {
+                        assert!(
+                            fired >= large,
+                            "{what}: {fired} HEAD faults for {large} large objects"
+                        );
+                    }
+                }
+                F::None => {
+                    assert!(
+                        out.report.failed.is_empty(),
+                        "{what}: {:?}",
+                        out.report.failed
+                    );
+                    for o in &objs {
+                        let by = &out.copied[&o.key];
+                        let no_digest = o.origin == Origin::NoDigest
+                            || (src_kind == K::Azure && o.origin == Origin::Multipart);
+                        if no_digest {
+                            assert!(
+                                by.starts_with("source-size+"),
+                                "{what}: {} verified by {by}",
+                                o.key
+                            );
+                        }
+                    }
+                }
+            }
+            for o in &objs {
+                lines.push(format!(
+                    "{src_kind:?} -> {dst_kind:?} | {:?} | {:?} | {f:?} ({verify:?}) | {}",
+                    o.size,
+                    o.origin,
+                    cell(&out, &o.key)
+                ));
+            }
+            // A clean re-run (no faults) ends exact everywhere.
+            let clean = Proxy::start(upstream).await;
+            let src_clean = match src_kind {
+                K::S3 => open(&s, K::S3, Some(&src_prefix), true, &clean).run,
+                _ => src.raw.clone(),
+            };
+            let again = go(&src_clean, &dst.run, &j, options(Verify::Auto)).await;
+            assert!(
+                again.report.failed.is_empty(),
+                "{what}, re-run: {:?}",
+                again.report.failed
+            );
+            for o in &objs {
+                assert_eq!(
+                    bytes_of(&dst.raw, &o.key).await,
+                    Some(data(&o.key, o.size.bytes())),
+                    "{what}, re-run: {} not exact",
+                    o.key
+                );
+            }
+        }
+    }
+    lines
+}
+
+fn write_coverage(src_kind: K, lines: &[String]) {
+    let mut text = String::new();
+    for l in lines {
+        let _ = writeln!(text, "{l}");
+    }
+    eprintln!(
+        "verification matrix, {src_kind:?} sources ({} lines):\n{text}",
+        lines.len()
+    );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(
+        dir.join(format!("verification-matrix-{src_kind:?}.txt").to_lowercase()),
+        text,
+    );
+}
+
+macro_rules! matrix_row {
+    ($name:ident, $kind:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let lines = source_row($kind).await;
+            if !lines.is_empty() {
+                write_coverage($kind, &lines);
+            }
+        }
+    };
+}
+
+matrix_row!(local_sources, K::Local);
+matrix_row!(s3_sources, K::S3);
+matrix_row!(azure_sources, K::Azure);
+matrix_row!(gcs_sources, K::Gcs);
