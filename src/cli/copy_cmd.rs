@@ -411,6 +411,7 @@ fn summary_json(r: &Report, plan: Option<&PlanFile>) -> String {
         "refused": refused_json(r),
         "filtered": r.filtered,
         "verified_by": r.verified_by,
+        "no_source_digest": r.no_source_digest,
         "reasons": r.reasons,
         "requests": {"list_source": r.requests_list_src, "list_destination": r.requests_list_dst,
                      "get": r.requests_get, "put": r.requests_put, "head": r.requests_head},
@@ -548,6 +549,13 @@ fn summary_text(
         out.push_str(&format!(
             "! {size_only} objects were checked at the destination by size only (its ETags are not content hashes); \
              --verify readback reads them back\n"
+        ));
+    }
+    if r.no_source_digest > 0 {
+        out.push_str(&format!(
+            "! {} objects came from a source that states no digest for them (no MD5 ETag, multipart ETag, stored checksum or moverctl metadata): \
+             their bytes were checked against the source by size only; --verify strict refuses such objects\n",
+            r.no_source_digest
         ));
     }
     if r.open_uploads > 0 {

@@ -686,6 +686,12 @@ fn messages(
     for (_, e) in d.failed.iter().take(20) {
         problems.push(format!("delete failed: {e}"));
     }
+    if r.no_source_digest > 0 {
+        info.push(format!(
+            "{} objects came from a source that states no digest for them: checked against the source by size only (--verify strict refuses them)",
+            r.no_source_digest
+        ));
+    }
     if r.interrupted {
         problems.push("interrupted: nothing was deleted; run again to resume".into());
     }
@@ -779,6 +785,7 @@ fn summary_json(
         "filtered": r.filtered,
         "reasons": r.reasons,
         "verified_by": r.verified_by,
+        "no_source_digest": r.no_source_digest,
         "destination_objects": r.dest_objects,
         "delete": {
             "asked": args.delete,

@@ -92,6 +92,10 @@ pub struct Report {
     pub filtered: u64,
     /// How copied objects were verified: method → count.
     pub verified_by: BTreeMap<String, u64>,
+    /// Objects copied from a cloud source that stated no digest for them (MD5, multipart ETag,
+    /// stored checksum or moverctl metadata): their bytes were checked by size on the read side
+    /// (`--verify strict` refuses them instead).
+    pub no_source_digest: u64,
     /// Why objects were skipped or copied: reason → count (dry runs list them too).
     pub reasons: BTreeMap<String, u64>,
     pub requests_get: u64,
@@ -251,6 +255,10 @@ impl Run {
             stop,
         } = self;
         let journal = journal.map(|j| Arc::new(Mutex::new(j)));
+        let src_is_cloud = matches!(
+            src.kind,
+            crate::store::Kind::S3 | crate::store::Kind::Gcs | crate::store::Kind::Azure
+        );
         // Slow-down answers object_store retried by itself still shrink the window.
         for s in [&src, &dst] {
             let l = limits.clone();
@@ -349,6 +357,9 @@ impl Run {
                     Ok(o) => {
                         report.copied += 1;
                         report.copied_bytes += entry.size;
+                        if src_is_cloud && o.verified_by.starts_with("source-size+") {
+                            report.no_source_digest += 1;
+                        }
                         *report.verified_by.entry(o.verified_by.clone()).or_default() += 1;
                         on_event(&Event::Copied {
                             key: entry.key.clone(),

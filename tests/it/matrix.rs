@@ -453,6 +453,7 @@ async fn source_row(src_kind: K) -> Vec<String> {
                         "{what}: {:?}",
                         out.report.failed
                     );
+                    let mut no_digest_count = 0;
                     for o in &objs {
                         let by = &out.copied[&o.key];
                         let no_digest = o.origin == Origin::NoDigest
@@ -464,7 +465,12 @@ async fn source_row(src_kind: K) -> Vec<String> {
                                 o.key
                             );
                         }
+                        if src_kind != K::Local && by.starts_with("source-size+") {
+                            no_digest_count += 1;
+                        }
                     }
+                    // The summary counts them (`no_source_digest`).
+                    assert_eq!(out.report.no_source_digest, no_digest_count, "{what}");
                 }
             }
             for o in &objs {
