@@ -11,7 +11,45 @@ use std::path::PathBuf;
 enum Node {
     Dir,
     File,
-    Refused(&'static str),
+    Refused(String),
+}
+
+/// What a file system entry is, for messages: "a regular file", "a FIFO", "a socket", ...
+pub fn file_kind(ft: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_fifo() {
+            return "a FIFO";
+        }
+        if ft.is_socket() {
+            return "a socket";
+        }
+        if ft.is_char_device() {
+            return "a character device";
+        }
+        if ft.is_block_device() {
+            return "a block device";
+        }
+    }
+    if ft.is_file() {
+        "a regular file"
+    } else if ft.is_dir() {
+        "a folder"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a special file"
+    }
+}
+
+/// The refusal of an entry that is neither a regular file nor a folder (FIFO, socket, device):
+/// reported like any refused key, so the run says so (exit 3) and `sync` deletes nothing, instead
+/// of the key silently vanishing from the source (which would delete its copy from a mirror).
+fn special(ft: &std::fs::FileType) -> Node {
+    let kind = file_kind(ft);
+    let kind = kind.strip_prefix("a ").unwrap_or(kind);
+    Node::Refused(format!("not a regular file ({kind})"))
 }
 
 struct Frame {
@@ -30,7 +68,11 @@ fn read_folder(
         let path = ent.path();
         let Some(name) = ent.file_name().to_str().map(str::to_string) else {
             let key = format!("{prefix}{}", ent.file_name().to_string_lossy());
-            out.push((key, path, Node::Refused("file name is not valid UTF-8")));
+            out.push((
+                key,
+                path,
+                Node::Refused("file name is not valid UTF-8".into()),
+            ));
             continue;
         };
         let ft = ent
@@ -44,10 +86,18 @@ fn read_folder(
         } else if ft.is_symlink() {
             let node = match std::fs::metadata(&path) {
                 Ok(m) if m.is_file() => Node::File,
-                Ok(_) => Node::Refused("symbolic link to a folder; not followed"),
-                Err(_) => Node::Refused("broken symbolic link"),
+                Ok(m) if m.is_dir() => {
+                    Node::Refused("symbolic link to a folder; not followed".into())
+                }
+                Ok(m) => Node::Refused(format!(
+                    "symbolic link to {}; not a regular file",
+                    file_kind(&m.file_type())
+                )),
+                Err(_) => Node::Refused("broken symbolic link".into()),
             };
             out.push((key, path, node));
+        } else {
+            out.push((key, path, special(&ft)));
         }
     }
     out.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
@@ -108,10 +158,7 @@ pub fn walk(root: PathBuf) -> BoxStream<'static, Result<Listed, ListError>> {
                         continue;
                     }
                     Node::Refused(reason) => {
-                        let out = Listed::Refused {
-                            key,
-                            reason: reason.to_string(),
-                        };
+                        let out = Listed::Refused { key, reason };
                         return Some((Ok(out), (stack, err, location)));
                     }
                     Node::File => {}
@@ -184,5 +231,32 @@ mod tests {
         assert!(matches!(&got[0], Listed::Refused { key, .. } if key.starts_with("bad")));
         assert!(matches!(&got[1], Listed::Refused { key, .. } if key == "dangling"));
         assert!(matches!(&got[2], Listed::Object(e) if e.key == "good"));
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn special_files_are_refused_not_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = std::ffi::CString::new(dir.path().join("fifo").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let _sock = std::os::unix::net::UnixListener::bind(dir.path().join("sock")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("fifo"), dir.path().join("to-fifo")).unwrap();
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        let got: Vec<Listed> = walk(dir.path().to_path_buf())
+            .map(|r| r.unwrap())
+            .collect()
+            .await;
+        let refused = |k: &str, r: &str| Listed::Refused {
+            key: k.into(),
+            reason: r.into(),
+        };
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(got[0], refused("fifo", "not a regular file (FIFO)"));
+        assert!(matches!(&got[1], Listed::Object(e) if e.key == "file"));
+        assert_eq!(got[2], refused("sock", "not a regular file (socket)"));
+        assert_eq!(
+            got[3],
+            refused("to-fifo", "symbolic link to a FIFO; not a regular file")
+        );
     }
 }
