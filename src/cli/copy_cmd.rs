@@ -223,8 +223,7 @@ pub(super) fn resolve(
 }
 
 pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<Exit, CliError> {
-    let src = Store::open(&args.src, remotes)?;
-    let dst = Store::open(&args.dst, remotes)?;
+    let (src, dst) = Store::open_pair(&args.src, &args.dst, remotes)?;
     let r = resolve(&args.engine, catalog, &src, &dst, None)?;
     drive(src, dst, r, None, catalog)
 }
@@ -251,8 +250,7 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
                 args.plan.display()
             ))
         })?;
-    let src = Store::open(&src_loc, remotes)?;
-    let dst = Store::open(&dst_loc, remotes)?;
+    let (src, dst) = Store::open_pair(&src_loc, &dst_loc, remotes)?;
     let r = resolve(&args.engine, catalog, &src, &dst, Some(&plan))?;
     drive(src, dst, r, Some(&plan), catalog)
 }

@@ -126,7 +126,11 @@ impl CliError {
             CliError::Plan(_) => Exit::BadInput,
             CliError::Config(_) | CliError::Location(_) => Exit::BadInput,
             CliError::Open(crate::store::OpenError::Credentials(_)) => Exit::Credentials,
-            CliError::Open(crate::store::OpenError::Location(_)) => Exit::BadInput,
+            CliError::Open(
+                crate::store::OpenError::Location(_)
+                | crate::store::OpenError::Refused { .. }
+                | crate::store::OpenError::Overlap(_),
+            ) => Exit::BadInput,
             CliError::Open(_) => Exit::Failure,
             CliError::List(crate::store::list::ListError::Store { source, .. })
                 if is_auth(source) =>

@@ -49,7 +49,8 @@ pub fn run(remotes: &Remotes, args: ProbeArgs) -> Result<Exit, CliError> {
     if args.requests == 0 || args.requests > 10_000 {
         return Err(usage("--requests must be from 1 to 10000".into()));
     }
-    let store = Store::open(&args.location, remotes)?;
+    // The probe writes (and removes) test objects: a missing local folder is created.
+    let store = Store::open_destination(&args.location, remotes)?;
     let s3 = probe::s3raw::open_s3(&args.location, remotes)?;
     let rt = super::runtime()?;
     let report = rt.block_on(async {

@@ -264,8 +264,7 @@ pub(super) fn md5_etags(catalog: &Catalog, store: &Store) -> bool {
 
 pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<Exit, CliError> {
     let started_at = std::time::SystemTime::now();
-    let src = Store::open(&args.src, remotes)?;
-    let mut dst = Store::open(&args.dst, remotes)?;
+    let (src, mut dst) = Store::open_pair(&args.src, &args.dst, remotes)?;
     let max_delete =
         MaxDelete::parse(&args.max_delete).map_err(|m| usage(format!("--max-delete: {m}")))?;
 

@@ -177,6 +177,23 @@ impl Remotes {
                 )
                 .into());
             }
+            if r.endpoint
+                .as_deref()
+                .is_some_and(super::endpoint_has_userinfo)
+            {
+                // Never echoed: the error names the field, not its value.
+                return Err(tomlfile::invalid(
+                    shown,
+                    text,
+                    &format!("remotes.{name}.endpoint"),
+                    format!(
+                        "remote {name:?}: the endpoint URL carries a user name or password (user:password@host); \
+                         remove them: credentials belong in the *_env settings (access_key_id_env, \
+                         secret_access_key_env, account_key_env, ...) or a profile, never in the URL"
+                    ),
+                )
+                .into());
+            }
             if name.is_empty() || name.contains(['/', ':']) {
                 return Err(tomlfile::invalid(
                     shown,
@@ -233,6 +250,26 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("wJalrXUtnFEMI"), "{e}");
+    }
+
+    #[test]
+    fn an_endpoint_with_a_password_is_refused_and_not_echoed() {
+        for endpoint in [
+            "http://minio:s3cr3tpass@10.0.0.5:9000",
+            "https://user@host.example.com/",
+            "minio:s3cr3tpass@10.0.0.5:9000",
+        ] {
+            let text = format!("[remotes.lab]\ntype = \"s3\"\nendpoint = \"{endpoint}\"\n");
+            let e = Remotes::parse("r.toml", &text).unwrap_err().to_string();
+            assert!(
+                e.contains("r.toml:3:") && e.contains("remotes.lab.endpoint") && e.contains("_env"),
+                "{e}"
+            );
+            assert!(!e.contains("s3cr3tpass") && !e.contains("minio"), "{e}");
+        }
+        // An '@' in the path is not user info.
+        let ok = "[remotes.lab]\ntype = \"s3\"\nendpoint = \"http://10.0.0.5:9000/a@b\"\n";
+        assert!(Remotes::parse("r.toml", ok).is_ok());
     }
 
     #[test]

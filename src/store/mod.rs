@@ -9,6 +9,7 @@ pub mod http;
 pub mod list;
 pub mod local;
 pub mod location;
+pub mod overlap;
 pub mod retry;
 
 use config::{Remote, Remotes};
@@ -78,14 +79,96 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// What a command does with a location. Only a destination may be created: a local source folder
+/// that does not exist is refused, never made (an unmounted volume must not read as empty).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Source,
+    Destination,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error(transparent)]
     Location(#[from] LocationError),
     #[error(transparent)]
     Credentials(#[from] creds::MissingCredentials),
+    /// The input cannot be used as given (a missing source folder, a file where a folder is
+    /// needed, an endpoint carrying a password); nothing was touched.
+    #[error("{location}: {reason}")]
+    Refused { location: String, reason: String },
+    /// Source and destination share objects.
+    #[error(transparent)]
+    Overlap(#[from] overlap::Overlap),
     #[error("{location}: {message}")]
     Build { location: String, message: String },
+}
+
+/// Whether an endpoint URL carries user info (`user:password@host`). Checked on the text, so a
+/// URL that does not even parse is caught too.
+pub fn endpoint_has_userinfo(endpoint: &str) -> bool {
+    let rest = endpoint
+        .split_once("://")
+        .map(|(_, r)| r)
+        .unwrap_or(endpoint);
+    rest.split(['/', '?', '#'])
+        .next()
+        .is_some_and(|authority| authority.contains('@'))
+}
+
+/// The refusal of an endpoint with user info, naming where it came from (never its value).
+fn userinfo_refused(source: &str) -> OpenError {
+    OpenError::Refused {
+        location: source.to_string(),
+        reason: "the endpoint URL carries a user name or password (user:password@host); it was \
+                 not used. Credentials belong in the *_env settings of a remote \
+                 (access_key_id_env, secret_access_key_env, account_key_env, ...), in \
+                 AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or in a profile, never in a URL"
+            .into(),
+    }
+}
+
+/// The S3 endpoint a location talks to: the remote's, else `AWS_ENDPOINT_URL_S3`, else
+/// `AWS_ENDPOINT_URL`, else None (AWS). `env` reads a variable (tests pass their own).
+pub(crate) fn s3_endpoint_with(
+    remote: Option<&Remote>,
+    shown: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<String>, OpenError> {
+    if let Some(e) = remote.and_then(|r| r.endpoint.as_ref()) {
+        if endpoint_has_userinfo(e) {
+            return Err(userinfo_refused(&format!(
+                "{shown} (its remote's endpoint)"
+            )));
+        }
+        return Ok(Some(e.clone()));
+    }
+    for var in ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"] {
+        if let Some(v) = env(var) {
+            if endpoint_has_userinfo(&v) {
+                return Err(userinfo_refused(var));
+            }
+            return Ok(Some(v));
+        }
+    }
+    Ok(None)
+}
+
+/// A GCS or Azure remote's endpoint, refused when it carries user info.
+pub(crate) fn remote_endpoint(
+    remote: Option<&Remote>,
+    shown: &str,
+) -> Result<Option<String>, OpenError> {
+    match remote.and_then(|r| r.endpoint.clone()) {
+        Some(e) if endpoint_has_userinfo(&e) => Err(userinfo_refused(&format!(
+            "{shown} (its remote's endpoint)"
+        ))),
+        e => Ok(e),
+    }
+}
+
+pub(crate) fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// HTTP settings for large transfers: object_store's 30 s whole-request default would kill any
@@ -127,10 +210,7 @@ pub fn build_s3(
 ) -> Result<Arc<object_store::aws::AmazonS3>, OpenError> {
     let shown = loc.shown();
     let provider = remote.and_then(|r| r.provider.clone());
-    let endpoint = remote
-        .and_then(|r| r.endpoint.clone())
-        .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
-        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+    let endpoint = s3_endpoint_with(remote, &shown, &process_env)?;
     let resolved = creds::s3(&shown, remote)?;
     let region = remote
         .and_then(|r| r.region.clone())
@@ -191,20 +271,54 @@ pub fn build_s3(
     Ok(Arc::new(b.build().map_err(|e| build_err(loc, e))?))
 }
 
+/// The remote a location names, if any.
+pub fn remote_of<'r>(loc: &Location, remotes: &'r Remotes) -> Option<&'r Remote> {
+    match loc {
+        Location::S3 { remote, .. }
+        | Location::Gcs { remote, .. }
+        | Location::Azure { remote, .. } => remote.as_deref().and_then(|r| remotes.get(r)),
+        _ => None,
+    }
+}
+
 impl Store {
-    /// Parse and open a location.
+    /// Parse and open a location that must already exist (a source): a local folder is never
+    /// created, and one that is missing or is not a folder is refused.
     pub fn open(given: &str, remotes: &Remotes) -> Result<Store, OpenError> {
-        let loc = Location::parse(given, remotes)?;
-        let remote = match &loc {
-            Location::S3 { remote, .. }
-            | Location::Gcs { remote, .. }
-            | Location::Azure { remote, .. } => remote.as_deref().and_then(|r| remotes.get(r)),
-            _ => None,
-        };
-        Self::open_location(loc, remote)
+        Self::open_as(given, remotes, Role::Source)
     }
 
-    pub fn open_location(loc: Location, remote: Option<&Remote>) -> Result<Store, OpenError> {
+    /// Parse and open a location to write to: a missing local folder is created.
+    pub fn open_destination(given: &str, remotes: &Remotes) -> Result<Store, OpenError> {
+        Self::open_as(given, remotes, Role::Destination)
+    }
+
+    pub fn open_as(given: &str, remotes: &Remotes, role: Role) -> Result<Store, OpenError> {
+        let loc = Location::parse(given, remotes)?;
+        let remote = remote_of(&loc, remotes);
+        Self::open_location(loc, remote, role)
+    }
+
+    /// The source and destination of a command that writes (`copy`, `exec`, `sync`): both parsed,
+    /// refused when they overlap ([`overlap::check`]) before anything is opened or created, then
+    /// the source opened (it must exist) and the destination (created if local and missing).
+    pub fn open_pair(src: &str, dst: &str, remotes: &Remotes) -> Result<(Store, Store), OpenError> {
+        let (s, d) = (
+            Location::parse(src, remotes)?,
+            Location::parse(dst, remotes)?,
+        );
+        let (sr, dr) = (remote_of(&s, remotes), remote_of(&d, remotes));
+        overlap::check(&s, sr, &d, dr)?;
+        let src = Self::open_location(s, sr, Role::Source)?;
+        let dst = Self::open_location(d, dr, Role::Destination)?;
+        Ok((src, dst))
+    }
+
+    pub fn open_location(
+        loc: Location,
+        remote: Option<&Remote>,
+        role: Role,
+    ) -> Result<Store, OpenError> {
         let shown = loc.shown();
         let provider = remote.and_then(|r| r.provider.clone());
         let storage_class = remote.and_then(|r| r.storage_class.clone());
@@ -243,7 +357,7 @@ impl Store {
                     Some(path) => b.with_service_account_path(path.display().to_string()),
                     None => b.with_skip_signature(true),
                 };
-                if let Some(e) = remote.and_then(|r| r.endpoint.clone()) {
+                if let Some(e) = remote_endpoint(remote, &shown)? {
                     b = b.with_base_url(&e);
                 }
                 let s = Arc::new(b.build().map_err(|e| build_err(&loc, e))?);
@@ -264,7 +378,7 @@ impl Store {
             }
             Location::Azure { container, .. } => {
                 let (account, c) = creds::azure(&shown, remote)?;
-                let endpoint = remote.and_then(|r| r.endpoint.clone());
+                let endpoint = remote_endpoint(remote, &shown)?;
                 let allow_http = remote.and_then(|r| r.allow_http).unwrap_or_else(|| {
                     endpoint
                         .as_deref()
@@ -314,10 +428,13 @@ impl Store {
                 })
             }
             Location::Local { root } => {
-                std::fs::create_dir_all(root).map_err(|e| OpenError::Build {
-                    location: shown.clone(),
-                    message: format!("cannot create the folder: {e}"),
-                })?;
+                check_local(root, &shown, role)?;
+                if role == Role::Destination {
+                    std::fs::create_dir_all(root).map_err(|e| OpenError::Build {
+                        location: shown.clone(),
+                        message: format!("cannot create the folder: {e}"),
+                    })?;
+                }
                 let root = root.canonicalize().map_err(|e| OpenError::Build {
                     location: shown.clone(),
                     message: e.to_string(),
@@ -370,6 +487,33 @@ impl Store {
 
     pub fn shown(&self) -> String {
         self.location.shown()
+    }
+}
+
+/// A local location must be a folder; a source one must exist already. What is there instead is
+/// named (a file, a FIFO, ...), so a single file given as a source is not read as an empty folder.
+fn check_local(root: &std::path::Path, shown: &str, role: Role) -> Result<(), OpenError> {
+    let refused = |reason: String| OpenError::Refused {
+        location: shown.to_string(),
+        reason,
+    };
+    match std::fs::metadata(root) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) => Err(refused(format!(
+            "is {}, not a folder; moverctl copies what is under a folder (to copy one file, give \
+             its folder and --include NAME)",
+            local::file_kind(&m.file_type())
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match role {
+            Role::Destination => Ok(()),
+            Role::Source => Err(refused(
+                "no such folder; a source folder is never created (is its volume mounted?)".into(),
+            )),
+        },
+        Err(e) => Err(OpenError::Build {
+            location: shown.to_string(),
+            message: e.to_string(),
+        }),
     }
 }
 
