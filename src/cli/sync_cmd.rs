@@ -47,6 +47,11 @@ pub struct SyncArgs {
     /// objects listed (5%). Above it nothing is deleted and the run exits 5.
     #[arg(long, value_name = "N|N%", default_value = "10%")]
     pub max_delete: String,
+    /// Delete even when the source lists no object at all. Without it, an empty source (an
+    /// unmounted volume, a wrong bucket) deletes nothing, whatever --max-delete says, and the run
+    /// exits 5.
+    #[arg(long)]
+    pub allow_empty_source: bool,
     /// Also delete objects younger than the destination class's minimum storage duration
     /// (they are billed for the rest of it; the summary prices that).
     #[arg(long)]
@@ -72,11 +77,11 @@ pub struct SyncArgs {
 const SYNC_HELP: &str = "\
 sync copies new and changed objects (by size, the journal kept in the state folder, MD5 ETags
 when both sides have them, and only then one HEAD), and with --delete removes what the source no
-longer has: never after a run with a failed or refused object, never more than --max-delete,
-never an object younger than the destination's minimum storage duration unless
---allow-early-delete. --dry-run shows all of it. With --json, sync prints one summary object (a
-dry run first prints one line per object it would copy, delete or keep). Exit code 5 (delete
-guard) is sync's own; 6 means another run of the same pair (copy or sync) holds the lock.";
+longer has: never after a run with a failed or refused object, never when the source listed
+nothing (unless --allow-empty-source), never more than --max-delete, never an object younger
+than the destination's minimum storage duration unless --allow-early-delete. --dry-run shows all
+of it. With --json, sync prints one summary object (a dry run first prints one line per object it
+would copy, delete or keep). Exit code 5 (delete guard) is sync's own; 6 means another run of the same pair (copy or sync) holds the lock.";
 
 /// Where a store's prices come from: the remote's provider, else what the URL scheme implies
 /// when no custom endpoint is involved.
@@ -451,6 +456,7 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
     let policy = DeletePolicy {
         delete: args.delete,
         max_delete,
+        allow_empty_source: args.allow_empty_source,
         allow_early_delete: args.allow_early_delete,
         min_duration: min_duration.clone(),
         now: chrono::Utc::now(),
@@ -509,7 +515,7 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
             .map_err(|e| CliError::Failure(e.to_string()))?;
         let copy_ok = !report.interrupted && report.failed.is_empty() && report.refused.is_empty();
         let deletes = candidates
-            .finish(&dst, copy_ok, report.dest_objects, |key, bytes, fate| {
+            .finish(&dst, copy_ok, report.src_objects, report.dest_objects, |key, bytes, fate| {
                 if !dry_run {
                     return;
                 }
@@ -548,7 +554,10 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
     } else if !report.failed.is_empty() || !report.refused.is_empty() || !deletes.failed.is_empty()
     {
         Exit::Partial
-    } else if deletes.verdict == Some(Verdict::GuardTripped) {
+    } else if matches!(
+        deletes.verdict,
+        Some(Verdict::GuardTripped | Verdict::EmptySource)
+    ) {
         Exit::DeleteGuard
     } else {
         Exit::Success
@@ -610,7 +619,10 @@ fn one_line(o: &Outcome, src: &str, dst: &str) -> String {
     );
     let listing_only = r.requests_get + r.requests_put + r.requests_head + d.requests_delete == 0;
     let took = took(secs(r));
-    let guard = d.verdict == Some(Verdict::GuardTripped);
+    let guard = matches!(
+        d.verdict,
+        Some(Verdict::GuardTripped | Verdict::EmptySource)
+    );
     if r.copied == 0
         && d.deleted == 0
         && r.failed.is_empty()
@@ -636,13 +648,16 @@ fn one_line(o: &Outcome, src: &str, dst: &str) -> String {
     } else {
         (d.deleted, d.deleted_bytes)
     };
-    let held = if guard {
-        format!(
+    let held = match d.verdict {
+        Some(Verdict::GuardTripped) => format!(
             ", delete guard tripped: {} to delete > {} allowed, nothing deleted",
             d.deletable, d.allowed
-        )
-    } else {
-        String::new()
+        ),
+        Some(Verdict::EmptySource) => format!(
+            ", delete guard tripped: the source listed no objects, {} kept, nothing deleted (--allow-empty-source)",
+            d.deletable
+        ),
+        _ => String::new(),
     };
     format!(
         "sync {src} -> {dst}{dry}: {copied} {} ({}), {deleted} {} ({}){held}, unchanged {}, failed {}; requests {requests}; est. cost {} in {took}",
@@ -662,7 +677,7 @@ fn messages(
     args: &SyncArgs,
     res: &super::copy_cmd::Resolved,
     min: &Option<MinDuration>,
-    _src: &str,
+    src: &str,
     dst: &str,
     notes: Vec<String>,
 ) -> (Vec<String>, Vec<String>) {
@@ -704,6 +719,14 @@ fn messages(
             "{candidates} were not deleted: this run had {} failed and {} refused objects, and a run with any copy error never deletes",
             r.failed.len(),
             r.refused.len()
+        )),
+        Some(Verdict::EmptySource) => problems.push(format!(
+            "delete guard: the source {src} listed no objects{}, so mirroring it would delete all {} objects ({}) at {dst}; nothing was deleted. \
+             An unmounted volume, a wrong path or bucket, or missing permissions look like this. \
+             If the source really is empty now, run once with --allow-empty-source",
+            if r.filtered > 0 { " within --include/--exclude" } else { "" },
+            d.deletable,
+            fmt_bytes(d.deletable_bytes)
         )),
         Some(Verdict::GuardTripped) => problems.push(format!(
             "delete guard: this run would delete {candidates}, more than --max-delete {} allows ({} of the {} objects listed at {dst}); nothing was deleted. \
@@ -785,11 +808,13 @@ fn summary_json(
         "reasons": r.reasons,
         "verified_by": r.verified_by,
         "no_source_digest": r.no_source_digest,
+        "source_objects": r.src_objects,
         "destination_objects": r.dest_objects,
         "delete": {
             "asked": args.delete,
             "verdict": d.verdict.map(|v| v.as_str()),
             "max_delete": args.max_delete,
+            "allow_empty_source": args.allow_empty_source,
             "allowed": d.allowed,
             "candidates": {"objects": d.deletable, "bytes": d.deletable_bytes},
             "deleted": {"objects": d.deleted, "bytes": d.deleted_bytes},
@@ -921,8 +946,12 @@ impl Metrics {
             ),
             (
                 "delete_guard_tripped",
-                "1 when the last run stopped before deleting (--max-delete).",
-                u8::from(d.verdict == Some(Verdict::GuardTripped)).to_string(),
+                "1 when the last run stopped before deleting (--max-delete, or an empty source without --allow-empty-source).",
+                u8::from(matches!(
+                    d.verdict,
+                    Some(Verdict::GuardTripped | Verdict::EmptySource)
+                ))
+                .to_string(),
             ),
             (
                 "requests",

@@ -115,6 +115,8 @@ pub struct Report {
     pub elapsed: Duration,
     pub interrupted: bool,
     pub dry_run: bool,
+    /// Objects listed at the source within `--include`/`--exclude` (refused keys not counted).
+    pub src_objects: u64,
     /// Objects listed at the destination (counted only when the join reports destination-only
     /// keys, i.e. for `sync`).
     pub dest_objects: u64,
@@ -459,6 +461,7 @@ impl Run {
                 report.filtered += 1;
                 continue;
             }
+            report.src_objects += 1;
             let mut decision = action.decision.clone();
             // With MD5 comparison the journal's proof ranks above the ETags (see diff.rs).
             let journal_first = policy.compare_md5_etags && action.dst.is_some();

@@ -5,7 +5,11 @@
 //! 1. `--delete` was given;
 //! 2. the copy phase ran to its end with no failed and no refused object (a source key that could
 //!    not be listed or copied might be exactly what a candidate still holds);
-//! 3. the number to delete is within `--max-delete` (a count, or a percentage of the destination
+//! 3. the source listed at least one object (within `--include`/`--exclude`), unless
+//!    `--allow-empty-source`: an empty source while the destination holds objects is what an
+//!    unmounted volume or a wrong bucket looks like, and mirroring it would delete everything,
+//!    whatever `--max-delete` says (`100%` is a common setting); the verdict is its own;
+//! 4. the number to delete is within `--max-delete` (a count, or a percentage of the destination
 //!    objects listed); otherwise *nothing* is deleted and the run says so with its own exit code.
 //!
 //! Candidates younger than the destination class's minimum storage duration (Wasabi: 90 days)
@@ -115,6 +119,8 @@ impl MinDuration {
 pub struct DeletePolicy {
     pub delete: bool,
     pub max_delete: MaxDelete,
+    /// Delete even when the source listed no object at all.
+    pub allow_empty_source: bool,
     pub allow_early_delete: bool,
     pub min_duration: Option<MinDuration>,
     pub now: DateTime<Utc>,
@@ -131,6 +137,9 @@ pub enum Verdict {
     NotAsked,
     /// The copy phase had failures, refused keys, or was interrupted: nothing deleted.
     Suppressed,
+    /// The source listed no object while the destination holds some, and
+    /// `--allow-empty-source` was not given: nothing deleted.
+    EmptySource,
     /// More deletions than `--max-delete` allows: nothing deleted.
     GuardTripped,
     /// Deleted (or, in a dry run, would be).
@@ -143,6 +152,7 @@ impl Verdict {
             Verdict::Nothing => "nothing-to-delete",
             Verdict::NotAsked => "not-asked",
             Verdict::Suppressed => "suppressed",
+            Verdict::EmptySource => "empty-source",
             Verdict::GuardTripped => "guard-tripped",
             Verdict::Deleted => "deleted",
         }
@@ -327,12 +337,14 @@ impl Candidates {
     }
 
     /// Decide and (unless a dry run) delete. `copy_ok` is false when the copy phase had failed or
-    /// refused objects or was interrupted; `dest_objects` is what the destination listing held.
+    /// refused objects or was interrupted; `src_objects` and `dest_objects` are what the two
+    /// listings held.
     /// `on_fate` sees every candidate with what happened to it, in key order.
     pub async fn finish(
         mut self,
         dst: &Store,
         copy_ok: bool,
+        src_objects: u64,
         dest_objects: u64,
         mut on_fate: impl FnMut(&str, u64, &Fate),
     ) -> Result<DeleteReport, JournalError> {
@@ -346,6 +358,8 @@ impl Candidates {
             Verdict::NotAsked
         } else if !copy_ok {
             Verdict::Suppressed
+        } else if src_objects == 0 && !p.allow_empty_source {
+            Verdict::EmptySource
         } else if self.report.deletable > allowed {
             Verdict::GuardTripped
         } else {

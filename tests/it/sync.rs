@@ -384,7 +384,8 @@ async fn young_objects_in_a_minimum_duration_class_are_kept_and_their_fee_report
     let dst = Store::open(&dst_loc, &env.remotes()).unwrap();
     assert_eq!(keys(&dst).await, ["big", "small"]);
 
-    // --allow-early-delete: deleted, and the fee is part of the run's cost.
+    // --allow-early-delete: deleted, and the fee is part of the run's cost (the source is empty
+    // now, which the empty-source guard holds unless --allow-empty-source).
     let o = env.sync(&[
         &src_loc,
         &dst_loc,
@@ -392,6 +393,7 @@ async fn young_objects_in_a_minimum_duration_class_are_kept_and_their_fee_report
         "--max-delete",
         "100%",
         "--allow-early-delete",
+        "--allow-empty-source",
         "--json",
     ]);
     expect(&o, 0);
