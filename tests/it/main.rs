@@ -9,6 +9,7 @@ mod matrix;
 mod plan_file;
 mod plan_golden;
 mod probe;
+mod refusals;
 mod regress;
 mod resume;
 mod stores;
