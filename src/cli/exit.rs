@@ -9,13 +9,16 @@ pub enum Exit {
     Success = 0,
     /// A failure at run time that is not the input's fault (a file could not be written, …).
     Failure = 1,
-    /// Bad input: a flag, a provider file, a plan file or an inventory is wrong; nothing was done.
+    /// Bad input: a flag, a provider file, a plan file, an inventory or a location is wrong (a
+    /// missing source folder, overlapping source and destination, a password in an endpoint);
+    /// nothing was done.
     BadInput = 2,
     /// The command ran to the end, but some objects could not be handled; it says which.
     Partial = 3,
     /// Credentials are missing or refused; the message names the variable or profile needed.
     Credentials = 4,
-    /// `sync --delete`: more deletions than `--max-delete` allows; nothing was deleted.
+    /// `sync --delete`: more deletions than `--max-delete` allows, or the source listed no object
+    /// and `--allow-empty-source` was not given; nothing was deleted.
     DeleteGuard = 5,
     /// `copy`, `exec`, `sync`: another run of the same pair holds the lock; nothing was done.
     Locked = 6,
@@ -32,7 +35,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         2,
-        "bad input: a flag, provider file, plan file or inventory is wrong (the message names it); nothing was done",
+        "bad input: a flag, provider file, plan file, inventory or location is wrong (the message names it), e.g. a missing local source, overlapping source and destination, a password in an endpoint URL; nothing was done",
     ),
     (
         3,
@@ -44,7 +47,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         5,
-        "sync: delete guard tripped (more deletions than --max-delete allows); the copies were made, nothing was deleted",
+        "sync: delete guard tripped (more deletions than --max-delete allows, or an empty source without --allow-empty-source); the copies were made, nothing was deleted",
     ),
     (
         6,
