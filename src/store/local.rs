@@ -233,6 +233,7 @@ mod tests {
         assert!(matches!(&got[2], Listed::Object(e) if e.key == "good"));
     }
 
+    /// Fails on the main of 2026-12-01, whose walk skipped special files without a word.
     #[cfg(unix)]
     #[tokio::test]
     async fn special_files_are_refused_not_skipped() {

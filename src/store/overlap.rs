@@ -461,6 +461,7 @@ endpoint = "https://objects.example.com:443/"
         );
     }
 
+    /// Fails on the main of 2026-12-01, which used AWS_ENDPOINT_URL(_S3) as written.
     #[test]
     fn an_endpoint_variable_with_a_password_is_refused_unechoed() {
         let r = Remotes::default();
