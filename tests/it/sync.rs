@@ -305,8 +305,17 @@ async fn max_delete_trips_before_deleting_anything() {
         );
         assert_eq!(keys(&dst).await.len(), 6, "nothing deleted");
     }
-    // The default (10%) trips too, and a dry run shows what would go without deleting it.
-    expect(&env.sync(&[&src_loc, &dst_loc, "--delete"]), 5);
+    // The default (10%) trips too, and the one-line summary says so (on the main of 2026-12-01
+    // it said "up to date"), and a dry run shows what would go without deleting it.
+    let o = env.sync(&[&src_loc, &dst_loc, "--delete"]);
+    expect(&o, 5);
+    let line = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        line.contains("delete guard tripped: 4 to delete > 0 allowed")
+            && !line.contains("up to date"),
+        "{}",
+        text(&o)
+    );
     let o = env.sync(&[
         &src_loc,
         &dst_loc,
@@ -829,4 +838,29 @@ fn filters_keep_destination_keys_they_exclude_out_of_reach() {
     assert!(b.path().join("keep/notes.txt").exists());
     assert!(!b.path().join("logs/old.log").exists());
     assert!(b.path().join("data.bin").exists());
+}
+
+/// A run that fails (exit 1: here the source bucket does not exist, so it cannot be listed)
+/// still prints a `--json` summary with the error; on the main of 2026-12-01 it printed none.
+#[tokio::test]
+async fn a_failed_run_still_prints_a_json_summary() {
+    let Some(s) = servers() else { return };
+    let env = Env::new(Some(&s), "");
+    let p = unique("sync-json-fail");
+    let o = env.sync(&[
+        &format!("garage:no-such-bucket-{p}/x"),
+        &format!("garage:{}/{p}", s.bucket_b),
+        "--delete",
+        "--json",
+    ]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    let v = summary(&o);
+    assert_eq!(v["event"], "summary", "{v}");
+    assert_eq!(
+        v["exit_code"].as_u64(),
+        o.status.code().map(|c| c as u64),
+        "{v}"
+    );
+    assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
+    assert_eq!(v["deletes"]["deleted"], 0);
 }
