@@ -187,7 +187,8 @@ impl Observer {
         *self.hook.lock().expect("hook lock") = Some(Arc::new(f));
     }
 
-    fn saw(&self, status: u16) {
+    /// Counts one response (also for requests moverctl sends itself, e.g. LIST pages).
+    pub(crate) fn saw(&self, status: u16) {
         self.requests.fetch_add(1, Relaxed);
         if status == 503 || status == 429 {
             self.throttled.fetch_add(1, Relaxed);

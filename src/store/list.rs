@@ -1,20 +1,42 @@
 //! Listing: a stream of entries in byte order of the key, in constant memory, on every store.
 //!
-//! Cloud stores are read page by page through `PaginatedListStore`. object_store refuses some
-//! keys (`a//b`, `.` or `..` segments, control characters) and a refused key fails its whole page;
-//! when that happens the lister re-reads from the last good key with pages half as large, down to
-//! a page of one key that holds only the refused key (about ten extra requests per refused key).
-//! It reports that key as [`Listed::Refused`] and goes on after it with full pages.
+//! A listing ends where the store's listing ends, or in an error: `sync --delete` deletes what a
+//! listing leaves out, so a listing cut short must never look complete.
+//!
+//! - **S3**: moverctl requests and reads each ListObjectsV2 page itself ([`super::s3list`]), one
+//!   page in memory at a time. A page that fails to arrive (a reset, a body that breaks off or
+//!   does not parse, a 5xx / 429) is retried under the one policy of [`super::retry`]. A page
+//!   that says more follows (`IsTruncated`) but has no continuation token, that hands back the
+//!   token it was asked with, or that comes after [`MAX_EMPTY_PAGES`] empty pages in a row, ends
+//!   the listing with [`ListError::Broken`], as does a key outside the requested prefix.
+//! - **GCS, Azure**: object_store's `PaginatedListStore`, each page retried under the same
+//!   policy when it fails in transit (object_store itself does not retry a body that breaks off).
+//!   A key object_store refuses fails its whole page there; the lister then re-reads from the
+//!   last good key with pages half as large, down to a page of one key that holds only the
+//!   refused key (about ten extra requests per refused key), and goes on after it.
+//!
+//! Directory markers (zero-byte objects whose key ends in '/', as consoles create for
+//! "folders") are not objects and are left out: object_store's `Path` would drop the '/' and name
+//! another key. On S3 they are seen in the listing; on GCS and Azure object_store hands them out
+//! without the '/', so an empty object is looked up (HEAD) by the name it was listed under, and
+//! one that is not found there is taken for a marker. A key ending in '/' that holds bytes is
+//! reported as [`Listed::Refused`], like every key object_store refuses or would name otherwise
+//! (`a//b`, `.` or `..` segments, control characters, a leading '/').
+//!
 //! Every store's order is checked: a key that is not greater than the one before ends the
 //! listing with [`ListError::Unsorted`], because everything downstream merge-joins sorted streams.
 
-use super::{Kind, Store};
+use super::s3list::{Page, PageError, RawEntry, S3Pages};
+use super::{Kind, Store, retry};
 use chrono::{DateTime, Utc};
 use futures::stream::{self, BoxStream, StreamExt};
 use object_store::list::PaginatedListOptions;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Empty pages in a row that say more follows before the listing is taken to be going nowhere.
+pub const MAX_EMPTY_PAGES: u32 = 1000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -54,6 +76,10 @@ pub enum ListError {
     },
     #[error("listing {location}: {message}")]
     Local { location: String, message: String },
+    /// The store's answers cannot be made into a complete listing: a request that kept failing
+    /// or was refused, or an answer that cannot be continued or contradicts the request.
+    #[error("listing {location}: {message}")]
+    Broken { location: String, message: String },
     #[error(
         "listing {location} is not in key order ({prev:?} came before {key:?}); moverctl needs sorted listings (S3 Express directory buckets and some S3-compatible stores do not sort)"
     )]
@@ -71,10 +97,21 @@ fn refused_key(e: &object_store::Error) -> Option<(String, String)> {
         return None;
     };
     match source {
-        P::EmptySegment { path } => Some((path.clone(), "empty path segment ('//')".into())),
-        P::BadSegment { path, source } => Some((path.clone(), source.to_string())),
-        P::NonUnicode { path, .. } => Some((path.clone(), "not valid UTF-8".into())),
+        P::EmptySegment { path } | P::BadSegment { path, .. } | P::NonUnicode { path, .. } => {
+            Some((path.clone(), path_reason(source)))
+        }
         _ => None,
+    }
+}
+
+/// Why object_store refuses a key.
+fn path_reason(e: &object_store::path::Error) -> String {
+    use object_store::path::Error as P;
+    match e {
+        P::EmptySegment { .. } => "empty path segment ('//')".into(),
+        P::BadSegment { source, .. } => source.to_string(),
+        P::NonUnicode { .. } => "not valid UTF-8".into(),
+        other => other.to_string(),
     }
 }
 
@@ -119,6 +156,7 @@ pub fn list_counted(
                 })
                 .boxed()
         }
+        Kind::S3 if store.s3.is_some() => s3_listing(store, page_size, requests),
         _ => paged(store, page_size, requests),
     };
     ordered(inner, store.shown())
@@ -169,9 +207,243 @@ fn ordered(
     .boxed()
 }
 
+/// The S3 listing: pages from [`S3Pages`], checked and classified one page at a time.
+struct S3State {
+    pages: S3Pages,
+    requests: Arc<AtomicU64>,
+    location: String,
+    prefix: String,
+    /// The token the last page was asked with.
+    token: Option<String>,
+    /// The last full key listed, markers included.
+    prev: Option<String>,
+    /// Empty pages in a row.
+    empty: u32,
+    buffer: VecDeque<Result<Listed, ListError>>,
+    done: bool,
+}
+
+fn s3_listing(
+    store: &Store,
+    page_size: Option<usize>,
+    requests: Arc<AtomicU64>,
+) -> BoxStream<'static, Result<Listed, ListError>> {
+    let s3 = store.s3.clone().expect("an S3 store");
+    let st = S3State {
+        pages: S3Pages::new(
+            s3,
+            store.s3_anonymous,
+            store.prefix.clone(),
+            page_size,
+            store.observer.clone(),
+            store.retry_window,
+        ),
+        requests,
+        location: store.shown(),
+        prefix: store.prefix.clone(),
+        token: None,
+        prev: None,
+        empty: 0,
+        buffer: VecDeque::new(),
+        done: false,
+    };
+    stream::unfold(st, |mut st| async move {
+        loop {
+            if let Some(item) = st.buffer.pop_front() {
+                return Some((item, st));
+            }
+            if st.done {
+                return None;
+            }
+            match st.pages.page(st.token.as_deref(), &st.requests).await {
+                Ok(page) => st.take(page),
+                Err(e) => {
+                    st.done = true;
+                    let err = match e {
+                        PageError::Sign(source) => ListError::Store {
+                            location: st.location.clone(),
+                            source,
+                        },
+                        PageError::Denied(message) => ListError::Store {
+                            location: st.location.clone(),
+                            source: object_store::Error::PermissionDenied {
+                                path: st.prefix.clone(),
+                                source: message.into(),
+                            },
+                        },
+                        PageError::Failed(message) => st.broken(message),
+                    };
+                    return Some((Err(err), st));
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+impl S3State {
+    fn broken(&self, message: String) -> ListError {
+        ListError::Broken {
+            location: self.location.clone(),
+            message,
+        }
+    }
+
+    fn fail(&mut self, e: ListError) {
+        self.buffer.push_back(Err(e));
+        self.done = true;
+    }
+
+    fn after(&self) -> String {
+        match &self.prev {
+            Some(k) => format!("after {k:?}"),
+            None => "before any key".into(),
+        }
+    }
+
+    /// Queues a page's entries and decides whether and how the listing goes on.
+    fn take(&mut self, page: Page) {
+        let listed = page.entries.len();
+        for e in page.entries {
+            match self.classify(e) {
+                Ok(Some(l)) => self.buffer.push_back(Ok(l)),
+                Ok(None) => {}
+                Err(err) => return self.fail(err),
+            }
+        }
+        if !page.truncated {
+            self.done = true;
+            return;
+        }
+        let Some(next) = page.next_token else {
+            let m = format!(
+                "the store says the listing goes on (IsTruncated) but gives no continuation token {}; a listing cut short here would look complete",
+                self.after()
+            );
+            return self.fail(self.broken(m));
+        };
+        if self.token.as_deref() == Some(next.as_str()) {
+            let m = format!(
+                "the store answered a continuation token with the same token {}; the listing would go round in a circle",
+                self.after()
+            );
+            return self.fail(self.broken(m));
+        }
+        if listed == 0 {
+            self.empty += 1;
+            if self.empty >= MAX_EMPTY_PAGES {
+                let m = format!(
+                    "{} empty pages in a row, each saying more follows {}; giving up",
+                    self.empty,
+                    self.after()
+                );
+                return self.fail(self.broken(m));
+            }
+        } else {
+            self.empty = 0;
+        }
+        self.token = Some(next);
+    }
+
+    /// An entry, a refused key, nothing (a directory marker), or the listing's end (a key outside
+    /// the prefix or out of order).
+    fn classify(&mut self, e: RawEntry) -> Result<Option<Listed>, ListError> {
+        let Some(rel) = e.key.strip_prefix(self.prefix.as_str()) else {
+            return Err(self.broken(format!(
+                "the store returned the key {:?}, which is outside the requested prefix {:?}",
+                e.key, self.prefix
+            )));
+        };
+        let rel = rel.to_string();
+        if let Some(p) = &self.prev
+            && e.key.as_bytes() <= p.as_bytes()
+        {
+            return Err(ListError::Unsorted {
+                location: self.location.clone(),
+                prev: p
+                    .strip_prefix(self.prefix.as_str())
+                    .unwrap_or(p)
+                    .to_string(),
+                key: rel,
+            });
+        }
+        self.prev = Some(e.key.clone());
+        if e.key.ends_with('/') {
+            if e.size == 0 {
+                // A directory marker.
+                return Ok(None);
+            }
+            return Ok(Some(Listed::Refused {
+                key: rel,
+                reason: format!(
+                    "the key ends in '/' but holds {} bytes, so it is not a directory marker; object_store drops the trailing '/' and would name another key",
+                    e.size
+                ),
+            }));
+        }
+        Ok(Some(match object_store::path::Path::parse(&e.key) {
+            Err(err) => Listed::Refused {
+                key: rel,
+                reason: path_reason(&err),
+            },
+            Ok(p) if p.as_ref() != e.key => Listed::Refused {
+                reason: format!("object_store would name it {:?}", p.as_ref()),
+                key: rel,
+            },
+            Ok(_) => Listed::Object(Entry {
+                key: rel,
+                size: e.size,
+                last_modified: e.last_modified,
+                e_tag: e.e_tag,
+            }),
+        }))
+    }
+}
+
+/// Whether a failed page request is worth another attempt: the answer broke off or did not
+/// parse (object_store does not retry those), the connection failed, or a retryable status
+/// (object_store retried those already, within the same window).
+fn transient(e: &object_store::Error) -> bool {
+    if !matches!(e, object_store::Error::Generic { .. }) {
+        return false;
+    }
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(x) = cur {
+        if let Some(h) = x.downcast_ref::<object_store::client::HttpError>() {
+            use object_store::client::HttpErrorKind as K;
+            if matches!(
+                h.kind(),
+                K::Connect | K::Request | K::Timeout | K::Interrupted | K::Decode
+            ) {
+                return true;
+            }
+        }
+        cur = x.source();
+    }
+    let text = e.to_string().to_ascii_lowercase();
+    if text.contains("list response body") || text.contains("invalid list response") {
+        return true;
+    }
+    text.split("status code: ")
+        .skip(1)
+        .filter_map(|rest| rest.get(..3)?.parse::<u16>().ok())
+        .any(retry::retryable_status)
+}
+
+/// Whether an empty object listed by object_store (which drops a trailing '/') is really a
+/// directory marker: nothing is found under the name it was listed as.
+async fn is_marker(store: &Store, m: &object_store::ObjectMeta) -> bool {
+    use object_store::ObjectStoreExt;
+    m.size == 0
+        && matches!(
+            store.inner.head(&m.location).await,
+            Err(object_store::Error::NotFound { .. })
+        )
+}
+
 struct PageState {
     store: Store,
-    buffer: VecDeque<Listed>,
+    buffer: VecDeque<Result<Listed, ListError>>,
     token: Option<String>,
     /// Full key to continue after when there is no page token.
     offset: Option<String>,
@@ -182,10 +454,205 @@ struct PageState {
     /// How often the last refused key came back after it was reported (an inclusive or ignored
     /// offset); bounded so a store that ignores offsets cannot loop forever.
     repeats: u32,
+    /// Reduced pages in a row that handed out nothing new; bounded likewise.
+    stalls: u32,
+    /// Empty pages in a row that said more follows.
+    empty: u32,
     /// Last full key handed out (objects or refused). Servers whose offset is inclusive
     /// (fake-gcs-server) repeat it; repeats are dropped.
     last: Option<String>,
     done: bool,
+}
+
+impl PageState {
+    fn fail(&mut self, message: String) {
+        self.buffer.push_back(Err(ListError::Broken {
+            location: self.store.shown(),
+            message,
+        }));
+        self.done = true;
+    }
+
+    /// Requests the next page (retrying failures in transit) and queues what it holds.
+    async fn step(&mut self, requests: &AtomicU64) {
+        let pages = self
+            .store
+            .pages
+            .clone()
+            .expect("cloud stores list by pages");
+        let prefix = self.store.prefix.clone();
+        let opts = PaginatedListOptions {
+            offset: if self.token.is_none() {
+                self.offset.clone()
+            } else {
+                None
+            },
+            page_token: self.token.clone(),
+            max_keys: self.page_size.or(self.full_page),
+            ..Default::default()
+        };
+        let mut backoff = retry::Backoff::with_window(self.store.retry_window);
+        let res = loop {
+            requests.fetch_add(1, Relaxed);
+            let prefix = (!prefix.is_empty()).then_some(prefix.as_str());
+            match pages.list_paginated(prefix, opts.clone()).await {
+                Err(e) if transient(&e) && backoff.wait().await => continue,
+                r => break r,
+            }
+        };
+        match res {
+            Ok(page) => self.take(page, opts).await,
+            Err(e) => self.refused(e, &backoff),
+        }
+    }
+
+    /// Queues a page's entries and decides how the listing goes on.
+    async fn take(
+        &mut self,
+        page: object_store::list::PaginatedListResult,
+        asked: PaginatedListOptions,
+    ) {
+        let prefix = self.store.prefix.clone();
+        let mut fresh = false;
+        for m in page.result.objects {
+            let full = m.location.as_ref().to_string();
+            let rel = match full.strip_prefix(prefix.as_str()) {
+                Some(rel) => rel.to_string(),
+                // object_store lists the marker `prefix/` as `prefix`.
+                None if format!("{full}/") == prefix => {
+                    if m.size > 0 {
+                        self.buffer.push_back(Ok(Listed::Refused {
+                            key: String::new(),
+                            reason: format!(
+                                "the prefix itself is an object of {} bytes whose key ends in '/'",
+                                m.size
+                            ),
+                        }));
+                    }
+                    continue;
+                }
+                None => {
+                    return self.fail(format!(
+                        "the store returned the key {full:?}, which is outside the requested prefix {prefix:?}"
+                    ));
+                }
+            };
+            if self.last.as_deref() == Some(full.as_str()) {
+                continue;
+            }
+            fresh = true;
+            if is_marker(&self.store, &m).await {
+                // Its key is `full/`: continue after that.
+                self.offset = Some(format!("{full}/"));
+                continue;
+            }
+            self.offset = Some(full.clone());
+            self.last = Some(full);
+            self.buffer.push_back(Ok(Listed::Object(Entry {
+                key: rel,
+                size: m.size,
+                last_modified: m.last_modified,
+                e_tag: m.e_tag,
+            })));
+        }
+        if self.page_size.is_some() {
+            // Reduced pages go on by offset until the refused key is reached.
+            self.token = None;
+            self.done = page.page_token.is_none();
+            if self.done || fresh || self.offset != asked.offset {
+                self.stalls = 0;
+                return;
+            }
+            self.stalls += 1;
+            let at = self.offset.clone().unwrap_or_default();
+            if self.stalls > 1 {
+                return self.fail(format!(
+                    "the store keeps answering from {at:?} with keys already listed; the listing cannot go on"
+                ));
+            }
+            // A server whose offset is inclusive: step just past it.
+            self.offset = Some(format!("{at}\0"));
+            return;
+        }
+        if page.page_token.is_some() && page.page_token == asked.page_token {
+            return self.fail(
+                "the store answered a page token with the same token; the listing would go round in a circle".into(),
+            );
+        }
+        if page.page_token.is_some() && !fresh {
+            self.empty += 1;
+            if self.empty >= MAX_EMPTY_PAGES {
+                let m = format!(
+                    "{} empty pages in a row, each saying more follows; giving up",
+                    self.empty
+                );
+                return self.fail(m);
+            }
+        } else {
+            self.empty = 0;
+        }
+        self.token = page.page_token;
+        self.done = self.token.is_none();
+    }
+
+    /// A failed page: a refused key (close in on it with smaller pages, report it, go on after
+    /// it) or the listing's end.
+    fn refused(&mut self, e: object_store::Error, backoff: &retry::Backoff) {
+        let prefix = self.store.prefix.clone();
+        match refused_key(&e) {
+            Some((key, reason))
+                if self.page_size == Some(1) || self.last.as_deref() == Some(key.as_str()) =>
+            {
+                if self.last.as_deref() == Some(key.as_str()) {
+                    // Reported already, yet the server returned it again.
+                    self.repeats += 1;
+                    if self.repeats > 1 {
+                        return self.fail(format!(
+                            "the store ignores the listing offset, so the refused key {key:?} cannot be stepped over"
+                        ));
+                    }
+                    self.offset = Some(format!("{key}\0"));
+                } else {
+                    let rel = key
+                        .strip_prefix(prefix.as_str())
+                        .unwrap_or(&key)
+                        .to_string();
+                    self.buffer
+                        .push_back(Ok(Listed::Refused { key: rel, reason }));
+                    self.offset = Some(key.clone());
+                    self.last = Some(key);
+                    self.repeats = 0;
+                }
+                self.token = None;
+                self.page_size = None;
+            }
+            Some(_) => {
+                let current = self.page_size.or(self.full_page).unwrap_or(1000);
+                self.page_size = Some((current / 2).max(1));
+                self.token = None;
+            }
+            None => {
+                let source = if backoff.retries() > 0 {
+                    object_store::Error::Generic {
+                        store: "list",
+                        source: format!(
+                            "{e} (still failing after {} retries over {:.1?}; the window is --retry-timeout)",
+                            backoff.retries(),
+                            backoff.elapsed()
+                        )
+                        .into(),
+                    }
+                } else {
+                    e
+                };
+                self.buffer.push_back(Err(ListError::Store {
+                    location: self.store.shown(),
+                    source,
+                }));
+                self.done = true;
+            }
+        }
+    }
 }
 
 fn paged(
@@ -201,93 +668,23 @@ fn paged(
         page_size: None,
         full_page,
         repeats: 0,
+        stalls: 0,
+        empty: 0,
         last: None,
         done: false,
     };
     stream::unfold(st, move |mut st| {
         let requests = requests.clone();
         async move {
-        loop {
-            if let Some(item) = st.buffer.pop_front() {
-                return Some((Ok(item), st));
-            }
-            if st.done {
-                return None;
-            }
-            let pages = st.store.pages.clone().expect("cloud stores list by pages");
-            let prefix = st.store.prefix.clone();
-            let opts = PaginatedListOptions {
-                offset: if st.token.is_none() { st.offset.clone() } else { None },
-                page_token: st.token.clone(),
-                max_keys: st.page_size.or(st.full_page),
-                ..Default::default()
-            };
-            requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let res = pages
-                .list_paginated((!prefix.is_empty()).then_some(prefix.as_str()), opts)
-                .await;
-            match res {
-                Ok(page) => {
-                    for m in page.result.objects {
-                        let full = m.location.as_ref().to_string();
-                        if st.last.as_ref().is_some_and(|l| full.as_bytes() <= l.as_bytes()) {
-                            continue;
-                        }
-                        st.offset = Some(full.clone());
-                        st.last = Some(full);
-                        st.buffer.push_back(Listed::Object(entry(&prefix, m)));
-                    }
-                    if st.page_size.is_some() {
-                        // Reduced pages go on by offset until the refused key is reached.
-                        st.token = None;
-                        st.done = page.page_token.is_none();
-                    } else {
-                        st.token = page.page_token;
-                        st.done = st.token.is_none();
-                    }
+            loop {
+                if let Some(item) = st.buffer.pop_front() {
+                    return Some((item, st));
                 }
-                Err(e) => match refused_key(&e) {
-                    Some((key, reason)) if st.page_size == Some(1) || st.last.as_deref() == Some(key.as_str()) => {
-                        if st.last.as_deref() == Some(key.as_str()) {
-                            // Reported already, yet the server returned it again.
-                            st.repeats += 1;
-                            if st.repeats > 1 {
-                                st.done = true;
-                                let location = st.store.shown();
-                                return Some((
-                                    Err(ListError::Local {
-                                        location,
-                                        message: format!(
-                                            "the store ignores the listing offset, so the refused key {key:?} cannot be stepped over"
-                                        ),
-                                    }),
-                                    st,
-                                ));
-                            }
-                            st.offset = Some(format!("{key}\0"));
-                        } else {
-                            let rel = key.strip_prefix(prefix.as_str()).unwrap_or(&key).to_string();
-                            st.buffer.push_back(Listed::Refused { key: rel, reason });
-                            st.offset = Some(key.clone());
-                            st.last = Some(key);
-                            st.repeats = 0;
-                        }
-                        st.token = None;
-                        st.page_size = None;
-                    }
-                    Some(_) => {
-                        let current = st.page_size.or(st.full_page).unwrap_or(1000);
-                        st.page_size = Some((current / 2).max(1));
-                        st.token = None;
-                    }
-                    None => {
-                        st.done = true;
-                        let location = st.store.shown();
-                        return Some((Err(ListError::Store { location, source: e }), st));
-                    }
-                },
+                if st.done {
+                    return None;
+                }
+                st.step(&requests).await;
             }
-        }
         }
     })
     .boxed()

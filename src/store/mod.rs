@@ -11,6 +11,7 @@ pub mod local;
 pub mod location;
 pub mod overlap;
 pub mod retry;
+pub mod s3list;
 
 use config::{Remote, Remotes};
 use location::{Location, LocationError};
@@ -71,6 +72,9 @@ pub struct Store {
     /// How long moverctl's own requests to this store (presigned HEADs, listing pages) are
     /// retried: the window of [`retry`] in force when the store was opened.
     pub retry_window: Duration,
+    /// S3 with anonymous access (a public bucket): requests moverctl presigns itself are sent
+    /// without their signature.
+    pub s3_anonymous: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -266,7 +270,16 @@ pub fn build_s3(
             b
         }
         creds::S3Creds::Instance => b,
-        creds::S3Creds::Anonymous => b.with_skip_signature(true),
+        // No request is signed; the placeholder key only lets object_store's presigner build
+        // URLs (the lister drops their signature) without looking for instance credentials.
+        creds::S3Creds::Anonymous => {
+            b.with_skip_signature(true)
+                .with_credentials(Arc::new(StaticCredentialProvider::new(AwsCredential {
+                    key_id: "anonymous".into(),
+                    secret_key: "anonymous".into(),
+                    token: None,
+                })))
+        }
     };
     Ok(Arc::new(b.build().map_err(|e| build_err(loc, e))?))
 }
@@ -327,6 +340,8 @@ impl Store {
         match &loc {
             Location::S3 { bucket, .. } => {
                 let s = build_s3(&loc, bucket, remote, observer.clone())?;
+                // The only way `creds::s3` resolves to anonymous access.
+                let s3_anonymous = remote.is_some_and(|r| r.anonymous);
                 Ok(Store {
                     inner: s.clone(),
                     pages: Some(s.clone()),
@@ -340,6 +355,7 @@ impl Store {
                     observer,
                     s3: Some(s),
                     retry_window: retry::timeout(),
+                    s3_anonymous,
                 })
             }
             Location::Gcs { bucket, .. } => {
@@ -374,6 +390,7 @@ impl Store {
                     observer: observer.clone(),
                     s3: None,
                     retry_window: retry::timeout(),
+                    s3_anonymous: false,
                 })
             }
             Location::Azure { container, .. } => {
@@ -425,6 +442,7 @@ impl Store {
                     observer: observer.clone(),
                     s3: None,
                     retry_window: retry::timeout(),
+                    s3_anonymous: false,
                 })
             }
             Location::Local { root } => {
@@ -454,6 +472,7 @@ impl Store {
                     observer: observer.clone(),
                     s3: None,
                     retry_window: retry::timeout(),
+                    s3_anonymous: false,
                 })
             }
             Location::Memory { .. } => {
@@ -471,6 +490,7 @@ impl Store {
                     observer: observer.clone(),
                     s3: None,
                     retry_window: retry::timeout(),
+                    s3_anonymous: false,
                 })
             }
         }

@@ -252,7 +252,7 @@ each_writable_store!(metadata, metadata_round_trip);
 
 /// A minimal SigV4 PUT, so the test can create keys (`a//b`) that object_store itself refuses
 /// to write. Test-only; moverctl never signs requests by hand.
-async fn raw_s3_put(s: &Servers, bucket: &str, key: &str, body: &[u8]) {
+pub async fn raw_s3_put(s: &Servers, bucket: &str, key: &str, body: &[u8]) {
     use hmac::{Hmac, Mac};
     use sha2::{Digest, Sha256};
     type H = Hmac<Sha256>;

@@ -3,6 +3,12 @@
 //! for the same, so a message ends where the connection does and only the request body needs
 //! framing (object_store always sends `Content-Length`). Rules match a method, a path substring
 //! and a query substring, and fire on the first N matching requests.
+//!
+//! The `List*` faults make it a hostile LIST server: they rewrite (or answer in place of) a
+//! ListObjectsV2 answer from Garage. They edit Garage's XML as text and know Garage's
+//! continuation tokens (`[` or `]` followed by the base64 of a key: from that key, or after it);
+//! they do not model other servers' tokens. Resets, short bodies and 5xx answers apply to LIST
+//! requests as to any other GET.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -30,6 +36,42 @@ pub enum PFault {
     KmsEtag,
     /// The same ETag rewrite without the encryption header: a store that claims other content.
     BogusEtag,
+    /// Answer `500 InternalError` with an S3 XML error body; the upstream never sees the request.
+    ServerError,
+    /// LIST: keep the first half of the answer's keys (at least one) and say the listing goes on
+    /// after the last one kept, with a token Garage understands. Not a fault: a server with
+    /// smaller pages (so that a listing of a few keys has several pages).
+    ListHalfPage,
+    /// LIST: keep the first half of the answer's keys and say the listing goes on
+    /// (`IsTruncated` true) without a `NextContinuationToken`.
+    ListNoToken,
+    /// LIST (a request with a continuation token): the real page, saying the listing goes on
+    /// with the very token the request carried.
+    ListSameToken,
+    /// LIST (first page, or a token that continues after a key): answered by the proxy with an
+    /// empty page that says more follows, with a token Garage continues from the same place.
+    ListEmptyPage,
+    /// LIST: answered by the proxy with an empty page that says more follows, with a new token
+    /// each time (Garage, asked with one of them, lists nothing).
+    ListEmptyForever,
+    /// LIST: the first two keys of the answer swapped.
+    ListUnsorted,
+    /// LIST: one more key after the last, outside the requested prefix (the prefix without its
+    /// trailing '/', then `0`: it sorts after every key under the prefix).
+    ListOutsidePrefix,
+}
+
+impl PFault {
+    fn rewrites_list(self) -> bool {
+        matches!(
+            self,
+            PFault::ListHalfPage
+                | PFault::ListNoToken
+                | PFault::ListSameToken
+                | PFault::ListUnsorted
+                | PFault::ListOutsidePrefix
+        )
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -53,6 +95,10 @@ struct State {
     requests: u64,
     /// Every request seen: (method, target, headers).
     log: Vec<Seen>,
+    /// Empty pages answered (numbers their tokens).
+    empty_pages: u64,
+    /// Host header to forward requests with (None: as the client sent it).
+    host: Option<String>,
 }
 
 #[derive(Clone)]
@@ -64,9 +110,22 @@ pub struct Proxy {
 impl Proxy {
     /// Listen on 127.0.0.1 (a free port) and forward to `upstream` (`127.0.0.1:3900`).
     pub async fn start(upstream: SocketAddr) -> Proxy {
+        Self::start_with(upstream, false).await
+    }
+
+    /// As [`Proxy::start`], forwarding every request with `Host: upstream` (for servers that
+    /// route by Host, such as fake-gcs-server; it would break an S3 signature).
+    pub async fn start_as_upstream_host(upstream: SocketAddr) -> Proxy {
+        Self::start_with(upstream, true).await
+    }
+
+    async fn start_with(upstream: SocketAddr, upstream_host: bool) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let state = Arc::new(Mutex::new(State::default()));
+        let state = Arc::new(Mutex::new(State {
+            host: upstream_host.then(|| upstream.to_string()),
+            ..State::default()
+        }));
         let st = state.clone();
         tokio::spawn(async move {
             while let Ok((conn, _)) = listener.accept().await {
@@ -101,6 +160,11 @@ impl Proxy {
             left: times,
         });
         self
+    }
+
+    /// Drops every rule, spent or not.
+    pub fn clear(&self) {
+        self.state.lock().unwrap().rules.clear();
     }
 
     /// (method, target, fault) of every fault injected, in order.
@@ -208,13 +272,21 @@ impl Head {
     }
 
     /// The same head with `Connection: close` (header order and values otherwise untouched, so
-    /// the SigV4 signature over the signed headers still holds).
+    /// the SigV4 signature over the signed headers still holds), and optionally another Host.
     fn closing(&self) -> Vec<u8> {
+        self.closing_to(None)
+    }
+
+    fn closing_to(&self, host: Option<&str>) -> Vec<u8> {
         let mut out = format!("{}\r\n", self.first);
         for (k, v) in &self.headers {
             if k.eq_ignore_ascii_case("connection") || k.eq_ignore_ascii_case("keep-alive") {
                 continue;
             }
+            let v = match host {
+                Some(h) if k.eq_ignore_ascii_case("host") => h,
+                _ => v.as_str(),
+            };
             out.push_str(&format!("{k}: {v}\r\n"));
         }
         out.push_str("Connection: close\r\n\r\n");
@@ -301,19 +373,58 @@ async fn serve(
     );
     let fault = take(&st, &method, &target);
     match fault {
-        Some(PFault::SlowDown) => {
+        Some(PFault::SlowDown | PFault::ServerError) => {
             drain(&mut client, body_len.saturating_sub(rest.len() as u64)).await?;
             let path = target.split('?').next().unwrap_or_default();
+            let (status, code, message) = if fault == Some(PFault::SlowDown) {
+                (
+                    "503 Service Unavailable",
+                    "SlowDown",
+                    "Please reduce your request rate.",
+                )
+            } else {
+                (
+                    "500 Internal Server Error",
+                    "InternalError",
+                    "We encountered an internal error. Please try again.",
+                )
+            };
             let body = format!(
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message><Resource>{path}</Resource><RequestId>fault-proxy</RequestId></Error>"
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{message}</Message><Resource>{path}</Resource><RequestId>fault-proxy</RequestId></Error>"
             );
             let resp = format!(
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                "HTTP/1.1 {status}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
             client.write_all(resp.as_bytes()).await?;
             client.shutdown().await?;
             return Ok(());
+        }
+        Some(f @ (PFault::ListEmptyPage | PFault::ListEmptyForever)) => {
+            let q = ListQuery::of(&target);
+            let token = if f == PFault::ListEmptyPage {
+                q.same_place_token()
+            } else {
+                let n = {
+                    let mut g = st.lock().unwrap();
+                    g.empty_pages += 1;
+                    g.empty_pages
+                };
+                Some(after_token(&format!("{}\u{10FFFF}empty-{n}", q.prefix)))
+            };
+            if let Some(token) = token {
+                let body = format!(
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>fault-proxy</Name><Prefix>{}</Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>true</IsTruncated><NextContinuationToken>{token}</NextContinuationToken></ListBucketResult>",
+                    xml_escape(&q.prefix)
+                );
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                client.write_all(resp.as_bytes()).await?;
+                client.shutdown().await?;
+                return Ok(());
+            }
         }
         Some(PFault::ResetBeforeResponse) => {
             drain(&mut client, body_len.saturating_sub(rest.len() as u64)).await?;
@@ -323,7 +434,8 @@ async fn serve(
         _ => {}
     }
     let mut up = TcpStream::connect(upstream).await?;
-    up.write_all(&req.closing()).await?;
+    let host = st.lock().unwrap().host.clone();
+    up.write_all(&req.closing_to(host.as_deref())).await?;
     let flip_req = (fault == Some(PFault::FlipRequest) && body_len > 0).then_some(body_len / 2);
     pump(&mut client, &mut up, rest, Some(body_len), flip_req).await?;
 
@@ -344,6 +456,14 @@ async fn serve(
         && (method == "PUT" || method == "POST")
     {
         return rewrite_etag(client, up, resp, rrest, fault == Some(PFault::KmsEtag)).await;
+    }
+    if let Some(f) = fault
+        && ok
+        && f.rewrites_list()
+        && method == "GET"
+        && target.contains("list-type=2")
+    {
+        return rewrite_list(client, up, resp, rrest, f, &ListQuery::of(&target)).await;
     }
     client.write_all(&resp.closing()).await?;
     let len = resp.content_length();
@@ -422,6 +542,214 @@ async fn rewrite_etag(
     }
     if kms {
         head.push_str("x-amz-server-side-encryption: aws:kms\r\n");
+    }
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        text.len()
+    ));
+    client.write_all(head.as_bytes()).await?;
+    client.write_all(text.as_bytes()).await?;
+    client.shutdown().await
+}
+
+/// What a LIST request asked for (query values decoded).
+struct ListQuery {
+    prefix: String,
+    token: Option<String>,
+}
+
+impl ListQuery {
+    fn of(target: &str) -> ListQuery {
+        let query = target.split_once('?').map(|(_, q)| q).unwrap_or_default();
+        let mut q = ListQuery {
+            prefix: String::new(),
+            token: None,
+        };
+        for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
+            match &*k {
+                "prefix" => q.prefix = v.into_owned(),
+                "continuation-token" => q.token = Some(v.into_owned()),
+                _ => {}
+            }
+        }
+        q
+    }
+
+    /// Another Garage token that lists from where this request does (None if the proxy cannot
+    /// make one: a token that continues from a key, inclusive).
+    fn same_place_token(&self) -> Option<String> {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        match &self.token {
+            None => Some(format!("[{}", b64.encode(self.prefix.as_bytes()))),
+            Some(t) if t.starts_with(']') => {
+                let key = b64.decode(&t[1..]).ok()?;
+                let mut from = key;
+                from.push(0);
+                Some(format!("[{}", b64.encode(from)))
+            }
+            Some(_) => None,
+        }
+    }
+}
+
+/// Garage's token for "after this key".
+fn after_token(key: &str) -> String {
+    use base64::Engine;
+    format!(
+        "]{}",
+        base64::engine::general_purpose::STANDARD.encode(key.as_bytes())
+    )
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&apos;")
+}
+
+fn xml_unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+/// A ListBucketResult as text: what comes before the first `<Contents>`, each `<Contents>`
+/// element, and what follows the last one.
+struct ListXml {
+    head: String,
+    contents: Vec<String>,
+    tail: String,
+}
+
+impl ListXml {
+    fn parse(text: &str) -> ListXml {
+        let mut contents = Vec::new();
+        let first = text.find("<Contents>");
+        let (head, mut rest) = match first {
+            Some(i) => (text[..i].to_string(), &text[i..]),
+            None => {
+                let i = text.find("</ListBucketResult>").unwrap_or(text.len());
+                (text[..i].to_string(), &text[i..])
+            }
+        };
+        while rest.starts_with("<Contents>") {
+            let end = rest.find("</Contents>").expect("a closed Contents") + "</Contents>".len();
+            contents.push(rest[..end].to_string());
+            rest = &rest[end..];
+        }
+        ListXml {
+            head,
+            contents,
+            tail: rest.to_string(),
+        }
+    }
+
+    fn key(contents: &str) -> String {
+        let a = contents.find("<Key>").expect("a Key") + "<Key>".len();
+        let b = contents.find("</Key>").expect("a Key end");
+        xml_unescape(&contents[a..b])
+    }
+
+    /// The whole text, with `IsTruncated`, `KeyCount` and `NextContinuationToken` set.
+    fn render(&self, truncated: bool, token: Option<&str>) -> String {
+        let strip = |s: &str, tag: &str| -> String {
+            let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+            match (s.find(&open), s.find(&close)) {
+                (Some(a), Some(b)) if a < b => format!("{}{}", &s[..a], &s[b + close.len()..]),
+                _ => s.to_string(),
+            }
+        };
+        let mut head = self.head.clone();
+        for tag in ["IsTruncated", "KeyCount", "NextContinuationToken"] {
+            head = strip(&head, tag);
+        }
+        let mut tail = strip(&self.tail, "NextContinuationToken");
+        tail = strip(&tail, "IsTruncated");
+        let mut out = head;
+        out.push_str(&format!(
+            "<KeyCount>{}</KeyCount><IsTruncated>{truncated}</IsTruncated>",
+            self.contents.len()
+        ));
+        for c in &self.contents {
+            out.push_str(c);
+        }
+        if let Some(t) = token {
+            out.push_str(&format!(
+                "<NextContinuationToken>{t}</NextContinuationToken>"
+            ));
+        }
+        out.push_str(&tail);
+        out
+    }
+
+    fn truncated(&self) -> bool {
+        self.head.contains("<IsTruncated>true</IsTruncated>")
+            || self.tail.contains("<IsTruncated>true</IsTruncated>")
+    }
+
+    fn token(&self) -> Option<String> {
+        let all = format!("{}{}", self.head, self.tail);
+        let a = all.find("<NextContinuationToken>")? + "<NextContinuationToken>".len();
+        let b = all.find("</NextContinuationToken>")?;
+        Some(xml_unescape(&all[a..b]))
+    }
+}
+
+/// Forwards a LIST answer rewritten as `fault` says.
+async fn rewrite_list(
+    mut client: TcpStream,
+    mut up: TcpStream,
+    resp: Head,
+    rest: Vec<u8>,
+    fault: PFault,
+    q: &ListQuery,
+) -> std::io::Result<()> {
+    let mut body = rest;
+    up.read_to_end(&mut body).await?;
+    let text = String::from_utf8(body).expect("Garage answers UTF-8");
+    let mut x = ListXml::parse(&text);
+    let text = match fault {
+        PFault::ListHalfPage | PFault::ListNoToken => {
+            let keep = (x.contents.len() / 2).max(usize::from(fault == PFault::ListHalfPage));
+            x.contents.truncate(keep);
+            let token = match (fault, x.contents.last()) {
+                (PFault::ListHalfPage, Some(last)) => Some(after_token(&ListXml::key(last))),
+                _ => None,
+            };
+            x.render(true, token.as_deref())
+        }
+        PFault::ListSameToken => x.render(true, q.token.as_deref()),
+        PFault::ListUnsorted => {
+            if x.contents.len() >= 2 {
+                x.contents.swap(0, 1);
+            }
+            let (t, tok) = (x.truncated(), x.token());
+            x.render(t, tok.as_deref())
+        }
+        PFault::ListOutsidePrefix => {
+            let outside = format!("{}0", q.prefix.trim_end_matches('/'));
+            if let Some(last) = x.contents.last().cloned() {
+                let key = xml_escape(&ListXml::key(&last));
+                x.contents
+                    .push(last.replacen(&key, &xml_escape(&outside), 1));
+            }
+            let (t, tok) = (x.truncated(), x.token());
+            x.render(t, tok.as_deref())
+        }
+        _ => text,
+    };
+    let mut head = format!("{}\r\n", resp.first);
+    for (k, v) in &resp.headers {
+        let k_l = k.to_ascii_lowercase();
+        if matches!(k_l.as_str(), "connection" | "keep-alive" | "content-length") {
+            continue;
+        }
+        head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str(&format!(
         "Content-Length: {}\r\nConnection: close\r\n\r\n",
