@@ -58,6 +58,17 @@ enum Attempt {
     Stop(PageError),
 }
 
+/// Drops the `X-Amz-*` query of a presigned URL: for anonymous access (a public bucket), where
+/// the presigner only signed with a placeholder key.
+pub fn strip_signature(url: &mut url::Url) {
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(k, _)| !k.to_ascii_lowercase().starts_with("x-amz-"))
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    url.query_pairs_mut().clear().extend_pairs(kept);
+}
+
 /// Requests the pages of one listing (one HTTP client for all of them).
 pub struct S3Pages {
     s3: Arc<AmazonS3>,
@@ -123,12 +134,7 @@ impl S3Pages {
             )
             .await?;
         if self.unsigned {
-            let kept: Vec<(String, String)> = url
-                .query_pairs()
-                .filter(|(k, _)| !k.to_ascii_lowercase().starts_with("x-amz-"))
-                .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                .collect();
-            url.query_pairs_mut().clear().extend_pairs(kept);
+            strip_signature(&mut url);
         }
         Ok(url)
     }

@@ -418,7 +418,7 @@ async fn raw_head(
     let mut backoff = Backoff::with_window(ctx.src.retry_window);
     loop {
         // Signed anew for each attempt (a signature is only valid for a while).
-        let url = s3
+        let mut url = s3
             .signed_url_opts(
                 Method::HEAD,
                 &path,
@@ -427,6 +427,9 @@ async fn raw_head(
             )
             .await
             .map_err(|e| CopyError::Store { what, source: e })?;
+        if ctx.src.s3_anonymous {
+            crate::store::s3list::strip_signature(&mut url);
+        }
         ctx.counters.head.fetch_add(1, Relaxed);
         ctx.limits.take_request().await;
         let mut req = client.head(url).header("x-amz-checksum-mode", "ENABLED");
