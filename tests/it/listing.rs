@@ -17,7 +17,7 @@ use super::stores::raw_s3_put;
 use super::{Servers, remotes, remotes_toml, servers, unique};
 use futures::TryStreamExt;
 use moverctl::store::Store;
-use moverctl::store::list::{Listed, list, list_pages_of};
+use moverctl::store::list::{Listed, list_pages_of};
 use object_store::{ObjectStoreExt, PutPayload};
 use std::process::Output;
 use std::time::Duration;
@@ -67,19 +67,7 @@ async fn setup(name: &str) -> Option<T> {
 async fn bare(name: &str) -> Option<T> {
     let s = servers()?;
     let proxy = Proxy::start(upstream(&s.s3_endpoint)).await;
-    let extra = format!(
-        r#"
-[remotes.viaproxy]
-type = "s3"
-provider = "onprem"
-endpoint = "{}"
-region = "{}"
-access_key_id_env = "MOVERCTL_TEST_S3_KEY_ID"
-secret_access_key_env = "MOVERCTL_TEST_S3_SECRET"
-"#,
-        proxy.endpoint(),
-        s.region
-    );
+    let extra = super::proxy_remote_toml(&s, &proxy.endpoint());
     let dir = tempfile::tempdir().unwrap();
     let toml = format!("{}\n{extra}", remotes_toml(&s));
     std::fs::write(dir.path().join("remotes.toml"), &toml).unwrap();
@@ -126,8 +114,7 @@ fn objects(items: &[Listed]) -> Vec<String> {
 }
 
 async fn keys_of(store: &Store) -> Vec<String> {
-    let items: Vec<Listed> = list(store).try_collect().await.unwrap();
-    items.iter().map(|l| l.key().to_string()).collect()
+    super::keys_at(store).await
 }
 
 impl T {

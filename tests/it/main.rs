@@ -181,3 +181,37 @@ pub fn unique(name: &str) -> String {
         .as_nanos();
     format!("t-{name}-{t:x}-{}", N.fetch_add(1, Ordering::Relaxed))
 }
+
+/// Garage's S3 address, for a proxy to forward to.
+pub fn s3_upstream(s: &Servers) -> std::net::SocketAddr {
+    s.s3_endpoint
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("the S3 test endpoint is http://127.0.0.1:PORT")
+}
+
+/// A remote `viaproxy` (type s3) that reaches Garage through `endpoint` (a fault proxy).
+pub fn proxy_remote_toml(s: &Servers, endpoint: &str) -> String {
+    format!(
+        r#"[remotes.viaproxy]
+type = "s3"
+provider = "onprem"
+endpoint = "{endpoint}"
+region = "{}"
+access_key_id_env = "MOVERCTL_TEST_S3_KEY_ID"
+secret_access_key_env = "MOVERCTL_TEST_S3_SECRET"
+"#,
+        s.region
+    )
+}
+
+/// Every key at a location, in listing order.
+pub async fn keys_at(store: &moverctl::store::Store) -> Vec<String> {
+    use futures::TryStreamExt;
+    let items: Vec<moverctl::store::list::Listed> = moverctl::store::list::list(store)
+        .try_collect()
+        .await
+        .unwrap();
+    items.iter().map(|l| l.key().to_string()).collect()
+}

@@ -173,13 +173,7 @@ fn open(s: &Servers, k: K, prefix: Option<&str>, as_source: bool, proxy: &Proxy)
             let raw = Store::open(&format!("garage:{bucket}/{p}"), &direct).unwrap();
             let via = Remotes::parse(
                 "matrix-proxy.toml",
-                &format!(
-                    "[remotes.viaproxy]\ntype = \"s3\"\nendpoint = \"{}\"\nregion = \"{}\"\n\
-                     access_key_id_env = \"MOVERCTL_TEST_S3_KEY_ID\"\n\
-                     secret_access_key_env = \"MOVERCTL_TEST_S3_SECRET\"\n",
-                    proxy.endpoint(),
-                    s.region
-                ),
+                &super::proxy_remote_toml(s, &proxy.endpoint()),
             )
             .unwrap();
             let mut run = Store::open(&format!("viaproxy:{bucket}/{p}"), &via).unwrap();
@@ -387,12 +381,7 @@ async fn source_row(src_kind: K) -> Vec<String> {
     let Some(s) = servers() else {
         return Vec::new();
     };
-    let upstream = s
-        .s3_endpoint
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .unwrap();
+    let upstream = super::s3_upstream(&s);
     let (objs, na) = objects(src_kind);
     let mut lines: Vec<String> = na;
     let proxy = Proxy::start(upstream).await;

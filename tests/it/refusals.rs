@@ -6,9 +6,7 @@
 
 use super::faults::seed;
 use super::{Servers, remotes_toml, servers, unique};
-use futures::TryStreamExt;
 use moverctl::store::Store;
-use moverctl::store::list::{Listed, list};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -137,13 +135,7 @@ fn write(path: &Path, body: &str) {
 }
 
 async fn keys(store: &Store) -> Vec<String> {
-    list(store)
-        .try_collect::<Vec<Listed>>()
-        .await
-        .unwrap()
-        .iter()
-        .map(|l| l.key().to_string())
-        .collect()
+    super::keys_at(store).await
 }
 
 /// A local tree `a/` with two files and a sub-folder, and `a-link` pointing at it.

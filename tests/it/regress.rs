@@ -13,21 +13,11 @@ use object_store::{Attribute, Attributes, ObjectStoreExt, PutOptions, PutPayload
 use std::time::{Duration, Instant};
 
 fn upstream(s: &Servers) -> std::net::SocketAddr {
-    s.s3_endpoint
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .unwrap()
+    super::s3_upstream(s)
 }
 
 fn via(proxy: &Proxy, s: &Servers) -> String {
-    format!(
-        "[remotes.viaproxy]\ntype = \"s3\"\nendpoint = \"{}\"\nregion = \"{}\"\n\
-         access_key_id_env = \"MOVERCTL_TEST_S3_KEY_ID\"\n\
-         secret_access_key_env = \"MOVERCTL_TEST_S3_SECRET\"\n",
-        proxy.endpoint(),
-        s.region
-    )
+    super::proxy_remote_toml(s, &proxy.endpoint())
 }
 
 /// Issue 11, defect 1: S3 -> local folder, a foreign object above the multipart threshold. Its

@@ -6,9 +6,7 @@
 use super::faults::proxy::{PFault, Proxy};
 use super::faults::{data, seed};
 use super::{Servers, remotes, remotes_toml, servers, unique};
-use futures::TryStreamExt;
 use moverctl::store::Store;
-use moverctl::store::list::{Listed, list};
 use object_store::{ObjectStoreExt, PutPayload};
 use rust_decimal::Decimal;
 use std::path::{Path, PathBuf};
@@ -91,13 +89,7 @@ fn expect(o: &Output, code: i32) {
 }
 
 async fn keys(store: &Store) -> Vec<String> {
-    list(store)
-        .try_collect::<Vec<Listed>>()
-        .await
-        .unwrap()
-        .iter()
-        .map(|l| l.key().to_string())
-        .collect()
+    super::keys_at(store).await
 }
 
 async fn put(store: &Store, key: &str, bytes: Vec<u8>) {

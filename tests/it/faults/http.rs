@@ -24,24 +24,9 @@ struct Setup {
 }
 
 async fn setup(s: &Servers, name: &str) -> Setup {
-    let upstream = s
-        .s3_endpoint
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .expect("the S3 test endpoint is http://127.0.0.1:PORT");
+    let upstream = super::super::s3_upstream(s);
     let proxy = Proxy::start(upstream).await;
-    let toml = format!(
-        r#"[remotes.viaproxy]
-type = "s3"
-endpoint = "{}"
-region = "{}"
-access_key_id_env = "MOVERCTL_TEST_S3_KEY_ID"
-secret_access_key_env = "MOVERCTL_TEST_S3_SECRET"
-"#,
-        proxy.endpoint(),
-        s.region
-    );
+    let toml = super::super::proxy_remote_toml(s, &proxy.endpoint());
     let via = Remotes::parse("fault-remotes.toml", &toml).unwrap();
     let direct = remotes(s);
     let p = unique(name);
