@@ -257,10 +257,7 @@ impl Run {
             stop,
         } = self;
         let journal = journal.map(|j| Arc::new(Mutex::new(j)));
-        let src_is_cloud = matches!(
-            src.kind,
-            crate::store::Kind::S3 | crate::store::Kind::Gcs | crate::store::Kind::Azure
-        );
+        let src_is_cloud = !src.caps.in_process;
         // Slow-down answers object_store retried by itself still shrink the window.
         for s in [&src, &dst] {
             let l = limits.clone();
