@@ -434,7 +434,7 @@ impl Run {
                 report.interrupted = true;
                 break;
             }
-            let next = differ.next(None).await;
+            let next = differ.next(journal.as_deref()).await;
             let Some(item) = next else { break };
             let action = match item? {
                 Joined::Refused { key, reason } => {
@@ -462,15 +462,7 @@ impl Run {
                 continue;
             }
             report.src_objects += 1;
-            let mut decision = action.decision.clone();
-            // With MD5 comparison the journal's proof ranks above the ETags (see diff.rs).
-            let journal_first = policy.compare_md5_etags && action.dst.is_some();
-            if (decision == Decision::Check || journal_first)
-                && let Some(j) = &journal
-            {
-                let j = j.lock().expect("journal lock");
-                decision = diff::decide_with(&action.src, action.dst.as_ref(), Some(&j), policy)?;
-            }
+            let decision = action.decision.clone();
             match decision {
                 Decision::Skip(reason) => {
                     report.skipped += 1;
