@@ -865,15 +865,8 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
             path.display()
         )));
     }
-    let conn =
-        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|e| CliError::Failure(format!("journal {}: {e}", path.display())))?;
-    let meta = |k: &str| -> String {
-        conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
-            .unwrap_or_default()
-    };
-    let (src, dst) = (meta("source"), meta("destination"));
-    let j = Journal::open(&path, &src, &dst).map_err(|e| CliError::Failure(e.to_string()))?;
+    let j = Journal::open_existing(&path).map_err(|e| CliError::Failure(e.to_string()))?;
+    let (src, dst) = (j.source().to_string(), j.destination().to_string());
     let s = j.summary().map_err(|e| CliError::Failure(e.to_string()))?;
     let open = j
         .open_uploads()
