@@ -19,7 +19,7 @@ use crate::journal::{Journal, ObjectRecord, PartRecord, State};
 use crate::limit::Limits;
 use crate::store::http::{Capture, DigestHeaders};
 use crate::store::list::Entry;
-use crate::store::{Kind, Store};
+use crate::store::{Kind, Store, StoreErrorKind};
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use object_store::multipart::PartId;
@@ -73,28 +73,27 @@ impl CopyError {
             | CopyError::Journal(_) => false,
         }
     }
-}
 
-fn store_err(what: &'static str) -> impl Fn(object_store::Error) -> CopyError {
-    move |source| match source {
-        object_store::Error::Precondition { .. } => CopyError::SourceChanged,
-        // The server compared the body with the Content-MD5 moverctl sent and refused it.
-        source if is_digest_refusal(&source) => CopyError::Mismatch(format!(
-            "{what}: the store received different bytes than were sent (it refused their MD5)"
-        )),
-        source => CopyError::Store { what, source },
+    /// What kind of store error ended the copy (None: not a store's answer, e.g. a mismatch
+    /// moverctl found, a local read, the journal).
+    pub fn kind(&self) -> Option<StoreErrorKind> {
+        match self {
+            CopyError::Store { source, .. } => Some(StoreErrorKind::of(source)),
+            CopyError::SourceChanged => Some(StoreErrorKind::PreconditionFailed),
+            _ => None,
+        }
     }
 }
 
-fn is_digest_refusal(e: &object_store::Error) -> bool {
-    let t = e.to_string();
-    [
-        "<Code>BadDigest</Code>",
-        "<Code>InvalidDigest</Code>",
-        "Md5Mismatch",
-    ]
-    .iter()
-    .any(|m| t.contains(m))
+fn store_err(what: &'static str) -> impl Fn(object_store::Error) -> CopyError {
+    move |source| match StoreErrorKind::of(&source) {
+        StoreErrorKind::PreconditionFailed => CopyError::SourceChanged,
+        // The server compared the body with the Content-MD5 moverctl sent and refused it.
+        StoreErrorKind::DigestRefused => CopyError::Mismatch(format!(
+            "{what}: the store received different bytes than were sent (it refused their MD5)"
+        )),
+        _ => CopyError::Store { what, source },
+    }
 }
 
 /// What a verified copy produced.
@@ -408,13 +407,21 @@ async fn raw_head(
     } else {
         "reading the source's digests (HEAD)"
     };
-    let generic = |msg: String| CopyError::Store {
+    // The last status answered stays a value (see store::error), not only text.
+    let generic = |msg: String, status: Option<u16>| CopyError::Store {
         what,
         source: object_store::Error::Generic {
             store: "S3",
-            source: msg.into(),
+            source: match status {
+                Some(status) => Box::new(crate::store::error::HttpStatus {
+                    status,
+                    message: msg,
+                }),
+                None => msg.into(),
+            },
         },
     };
+    let mut last_status: Option<u16>;
     let mut backoff = Backoff::with_window(ctx.src.retry_window);
     loop {
         // Signed anew for each attempt (a signature is only valid for a while).
@@ -437,6 +444,7 @@ async fn raw_head(
             req = req.header("if-match", e.as_str());
         }
         // A reqwest error would print the presigned URL (a signature): only its kind is kept.
+        last_status = None;
         let failure = match req.send().await {
             Ok(resp) => {
                 let status = resp.status().as_u16();
@@ -462,8 +470,11 @@ async fn raw_head(
                             },
                         });
                     }
-                    s if retryable_status(s) => format!("the store answered {s}"),
-                    s => return Err(generic(format!("the store answered {s}"))),
+                    s if retryable_status(s) => {
+                        last_status = Some(s);
+                        format!("the store answered {s}")
+                    }
+                    s => return Err(generic(format!("the store answered {s}"), Some(s))),
                 }
             }
             Err(e) if e.is_timeout() => "the request timed out".to_string(),
@@ -471,11 +482,14 @@ async fn raw_head(
             Err(_) => "the connection broke".to_string(),
         };
         if !backoff.wait().await {
-            return Err(generic(format!(
-                "{failure}; gave up after {} retries over {:.0?}",
-                backoff.retries(),
-                backoff.elapsed()
-            )));
+            return Err(generic(
+                format!(
+                    "{failure}; gave up after {} retries over {:.0?}",
+                    backoff.retries(),
+                    backoff.elapsed()
+                ),
+                last_status,
+            ));
         }
     }
 }

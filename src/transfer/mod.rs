@@ -594,14 +594,5 @@ fn ctx_keeps_upload(journal: &Option<Arc<Mutex<Journal>>>, key: &str) -> bool {
 }
 
 fn is_throttle(e: &CopyError) -> bool {
-    match e {
-        CopyError::Store { source, .. } => {
-            let t = source.to_string();
-            t.contains("503")
-                || t.contains("429")
-                || t.contains("SlowDown")
-                || t.contains("reduce your request rate")
-        }
-        _ => false,
-    }
+    e.kind() == Some(crate::store::StoreErrorKind::Throttled)
 }
