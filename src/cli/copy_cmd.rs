@@ -278,10 +278,7 @@ fn drive(
     let journal = if r.opts.dry_run {
         None
     } else {
-        Some(
-            Journal::open(&r.journal_path, &src.shown(), &dst.shown())
-                .map_err(|e| CliError::Failure(e.to_string()))?,
-        )
+        Some(Journal::open(&r.journal_path, &src.shown(), &dst.shown())?)
     };
     let src_shown = src.shown();
     let dst_shown = dst.shown();
@@ -327,7 +324,7 @@ fn drive(
         progress.finish();
         res
     });
-    let report = report.map_err(|e| CliError::Failure(e.to_string()))?;
+    let report = report?;
     let vs = plan.and_then(|p| against_plan(&report, p, catalog));
     if json {
         let mut v: serde_json::Value =
@@ -345,12 +342,32 @@ fn drive(
             eprint!("{}", vs.text());
         }
     }
+    if let Some(m) = credentials_refused(&report, &src_shown, &dst_shown) {
+        eprintln!("moverctl: error: {m}");
+    }
     Ok(if report.interrupted {
         Exit::Interrupted
+    } else if report.auth_failures() > 0 {
+        Exit::Credentials
     } else if !report.failed.is_empty() || !report.refused.is_empty() {
         Exit::Partial
     } else {
         Exit::Success
+    })
+}
+
+/// When objects failed because a store refused the credentials (the run exits 4, not 3): what
+/// to say, naming the locations (never a value).
+pub(super) fn credentials_refused(r: &Report, src: &str, dst: &str) -> Option<String> {
+    let n = r.auth_failures();
+    (n > 0).then(|| {
+        format!(
+            "{n} of {} failed objects failed because the store refused the credentials ({src} -> {dst}); \
+             the failures name the request that was refused. Check the credentials of that location \
+             (its remote's *_env variables or profile, or the AWS_*, GOOGLE_* or AZURE_* variables) \
+             and run again to resume",
+            r.failed.len()
+        )
     })
 }
 
@@ -870,11 +887,9 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
             .unwrap_or_default()
     };
     let (src, dst) = (meta("source"), meta("destination"));
-    let j = Journal::open(&path, &src, &dst).map_err(|e| CliError::Failure(e.to_string()))?;
-    let s = j.summary().map_err(|e| CliError::Failure(e.to_string()))?;
-    let open = j
-        .open_uploads()
-        .map_err(|e| CliError::Failure(e.to_string()))?;
+    let j = Journal::open(&path, &src, &dst)?;
+    let s = j.summary()?;
+    let open = j.open_uploads()?;
     if args.json {
         println!(
             "{}",

@@ -112,6 +112,11 @@ pub enum CliError {
     /// Another run holds the sync lock.
     #[error("{0}")]
     Locked(String),
+    /// A copy or sync run that stopped (a listing failed, the journal could not be written).
+    #[error(transparent)]
+    Run(#[from] crate::transfer::RunError),
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
     #[error("{0}")]
     Failure(String),
 }
@@ -132,12 +137,11 @@ impl CliError {
                 | crate::store::OpenError::Overlap(_),
             ) => Exit::BadInput,
             CliError::Open(_) => Exit::Failure,
-            CliError::List(crate::store::list::ListError::Store { source, .. })
-                if is_auth(source) =>
-            {
-                Exit::Credentials
-            }
-            CliError::List(_) => Exit::Failure,
+            CliError::List(e) => list_exit(e),
+            CliError::Run(crate::transfer::RunError::Diff(
+                crate::transfer::diff::DiffError::List(e),
+            )) => list_exit(e),
+            CliError::Run(_) | CliError::Journal(_) => Exit::Failure,
             CliError::Probe(e) if e.is_auth() => Exit::Credentials,
             CliError::Probe(crate::probe::ProbeError::Interrupted { .. }) => Exit::Interrupted,
             CliError::Probe(_) => Exit::Failure,
@@ -147,8 +151,16 @@ impl CliError {
     }
 }
 
-fn is_auth(e: &object_store::Error) -> bool {
-    crate::store::is_auth_error(e)
+/// A listing the store refused for its credentials is exit 4; any other listing failure, 1.
+fn list_exit(e: &crate::store::list::ListError) -> Exit {
+    match e {
+        crate::store::list::ListError::Store { source, .. }
+            if crate::store::is_auth_error(source) =>
+        {
+            Exit::Credentials
+        }
+        _ => Exit::Failure,
+    }
 }
 
 /// On the first Ctrl-C, says `message` and sets `stop` (objects in flight finish and are

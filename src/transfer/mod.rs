@@ -17,8 +17,8 @@ use crate::catalog::Limits as StoreLimits;
 use crate::catalog::parts::PartRule;
 use crate::journal::{Journal, ObjectRecord, State};
 use crate::limit::Limits;
-use crate::store::Store;
 use crate::store::list::{Entry, list_counted, prefetch};
+use crate::store::{Store, StoreErrorKind};
 
 /// Listing entries buffered ahead of the join, per side (about two S3 pages).
 const LIST_AHEAD: usize = 2048;
@@ -78,6 +78,8 @@ pub struct Counters {
 pub struct Failure {
     pub key: String,
     pub error: String,
+    /// The kind of store error that ended it (None: not a store's answer, or a refused key).
+    pub kind: Option<StoreErrorKind>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -125,6 +127,16 @@ pub struct Report {
     pub dest_only_bytes: u64,
     /// Keys only at the destination that `--include`/`--exclude` leave out: never candidates.
     pub dest_filtered: u64,
+}
+
+impl Report {
+    /// Objects that failed because a store refused the credentials (exit code 4).
+    pub fn auth_failures(&self) -> usize {
+        self.failed
+            .iter()
+            .filter(|f| f.kind == Some(StoreErrorKind::Auth))
+            .count()
+    }
 }
 
 /// One line of `--json` output per object, and what the progress display counts.
@@ -386,6 +398,7 @@ impl Run {
                     }
                     Err(e) => {
                         let error = e.to_string();
+                        let kind = e.kind();
                         on_event(&Event::Failed {
                             key: entry.key.clone(),
                             error: error.clone(),
@@ -394,6 +407,7 @@ impl Run {
                         report.failed.push(Failure {
                             key: entry.key.clone(),
                             error: error.clone(),
+                            kind,
                         });
                         // A failed multipart upload keeps its journal row (state copying) for resume.
                         let keep_upload = ctx_keeps_upload(&journal, &entry.key);
@@ -442,7 +456,11 @@ impl Run {
                         key: key.clone(),
                         reason: reason.clone(),
                     });
-                    report.refused.push(Failure { key, error: reason });
+                    report.refused.push(Failure {
+                        key,
+                        error: reason,
+                        kind: None,
+                    });
                     continue;
                 }
                 Joined::DestOnly(e) => {
@@ -594,5 +612,5 @@ fn ctx_keeps_upload(journal: &Option<Arc<Mutex<Journal>>>, key: &str) -> bool {
 }
 
 fn is_throttle(e: &CopyError) -> bool {
-    e.kind() == Some(crate::store::StoreErrorKind::Throttled)
+    e.kind() == Some(StoreErrorKind::Throttled)
 }
