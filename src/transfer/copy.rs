@@ -12,6 +12,7 @@
 //! A mismatch is an error: the object is retried by the engine, never recorded as done.
 
 use super::claims::{self, Claims, InOrder};
+use super::verification::{ReadCheck, Verification, WriteCheck};
 use super::{CopyOptions, Counters, Verify};
 use crate::catalog::parts::{Upload, part_plan};
 use crate::checksum::{self, Digests, Hasher, META_CRC64, META_SIZE, META_SRC_ETAG};
@@ -101,7 +102,7 @@ fn store_err(what: &'static str) -> impl Fn(object_store::Error) -> CopyError {
 pub struct Outcome {
     pub digests: Digests,
     pub dst_etag: Option<String>,
-    pub verified_by: String,
+    pub verified_by: Verification,
     pub parts: u64,
     pub upload_id: Option<String>,
     pub part_size: Option<u64>,
@@ -190,8 +191,9 @@ type Seen = Arc<Mutex<Claims>>;
 
 /// The read side's label, unless `--verify strict` refuses an object whose cloud source stated
 /// no digest at all.
-fn require_digest(ctx: &Ctx, label: &'static str) -> Result<&'static str, CopyError> {
-    if label == "source-size" && ctx.opts.verify == Verify::Strict && is_cloud(ctx.src.kind) {
+fn require_digest(ctx: &Ctx, label: ReadCheck) -> Result<ReadCheck, CopyError> {
+    if label == ReadCheck::SourceSize && ctx.opts.verify == Verify::Strict && is_cloud(ctx.src.kind)
+    {
         return Err(CopyError::NoSourceDigest);
     }
     Ok(label)
@@ -611,7 +613,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
             ));
         }
         Some(_) if ctx.opts.verify != Verify::Readback && is_cloud(ctx.dst.kind) => {
-            "dest-md5".to_string()
+            WriteCheck::DestMd5
         }
         // The store checked the Content-MD5 sent with the body and accepted it, but its answer
         // holds no MD5 to compare (an SSE-KMS or SSE-C object on S3).
@@ -619,7 +621,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
             && sends_md5(ctx.dst.kind)
             && d.md5.is_some() =>
         {
-            "dest-content-md5".to_string()
+            WriteCheck::DestContentMd5
         }
         _ => match verify_after_write(ctx, src, &path, d.crc64, None).await {
             Ok(w) => w,
@@ -634,7 +636,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     Ok(Outcome {
         digests: d,
         dst_etag: res.e_tag,
-        verified_by: format!("{read_side}+{write_side}"),
+        verified_by: Verification::new(read_side, write_side),
         parts: 0,
         upload_id: None,
         part_size: None,
@@ -668,7 +670,7 @@ async fn verify_after_write(
     path: &object_store::path::Path,
     crc: u64,
     crc32c: Option<u32>,
-) -> Result<String, CopyError> {
+) -> Result<WriteCheck, CopyError> {
     // In-process destinations (folders, memory) are read back: it costs no requests.
     if ctx.opts.verify == Verify::Readback || !is_cloud(ctx.dst.kind) {
         if is_cloud(ctx.dst.kind) {
@@ -691,7 +693,7 @@ async fn verify_after_write(
                 "the destination reads back different bytes".into(),
             ));
         }
-        return Ok("readback-crc64".into());
+        return Ok(WriteCheck::ReadbackCrc64);
     }
     ctx.counters.head.fetch_add(1, Relaxed);
     let cap = Capture::default();
@@ -721,11 +723,11 @@ async fn verify_after_write(
                 "the destination's CRC32C is {got:08x}, the bytes sent hash to {want:08x}"
             )));
         }
-        return Ok("dest-crc32c".into());
+        return Ok(WriteCheck::DestCrc32c);
     }
     // The CRC in metadata is the one moverctl wrote, so it says nothing about the stored bytes:
     // without a content ETag or a read-back, only the size is verified on this side.
-    Ok("dest-size".into())
+    Ok(WriteCheck::DestSize)
 }
 
 /// Splits one streaming read of a whole object into parts, hashing each.
@@ -1090,7 +1092,7 @@ async fn copy_multipart(
                 abandon(ctx, &mp, &path, &id, &src.key, false).await;
                 return Err(e);
             }
-            "source-parts-etag"
+            ReadCheck::SourcePartsEtag
         }
         None => match claims
             .check(crc.unwrap_or(0), ordered.as_ref())
@@ -1116,7 +1118,7 @@ async fn copy_multipart(
     let crc = crc.unwrap_or(0);
     let mut write_side = None;
     if block_md5 && !blocks_unchecked.load(Relaxed) && ctx.opts.verify != Verify::Readback {
-        write_side = Some("dest-block-md5".to_string());
+        write_side = Some(WriteCheck::DestBlockMd5);
     }
     let answer = cap.take();
     let comparable = etag_can_be_md5(ctx.dst.kind, answer.as_ref(), true);
@@ -1128,7 +1130,7 @@ async fn copy_multipart(
     {
         // Every part went with a Content-MD5 the store checked; the ETag of an SSE-KMS or SSE-C
         // object says nothing more.
-        write_side = Some("dest-content-md5".to_string());
+        write_side = Some(WriteCheck::DestContentMd5);
     }
     if let (true, Some(etag), Some(all)) = (comparable, &res.e_tag, all_md5s) {
         let e = checksum::etag_norm(etag);
@@ -1140,7 +1142,7 @@ async fn copy_multipart(
                 ));
             }
             if ctx.opts.verify != Verify::Readback {
-                write_side = Some("dest-multipart-etag".to_string());
+                write_side = Some(WriteCheck::DestMultipartEtag);
             }
         }
     }
@@ -1163,7 +1165,7 @@ async fn copy_multipart(
             bytes: src.size,
         },
         dst_etag: res.e_tag,
-        verified_by: format!("{read_side}+{write_side}"),
+        verified_by: Verification::new(read_side, write_side),
         parts,
         upload_id: Some(id),
         part_size: Some(ranges[0].end - ranges[0].start),
@@ -1254,7 +1256,7 @@ async fn copy_multipart_streaming(
             bytes: src.size,
         },
         dst_etag: res.e_tag,
-        verified_by: format!("{read_side}+{write_side}"),
+        verified_by: Verification::new(read_side, write_side),
         parts: ranges.len() as u64,
         upload_id: None,
         part_size: Some(ranges[0].end - ranges[0].start),

@@ -12,6 +12,7 @@ pub mod claims;
 pub mod copy;
 pub mod diff;
 pub mod sync;
+pub mod verification;
 
 use crate::catalog::Limits as StoreLimits;
 use crate::catalog::parts::PartRule;
@@ -29,6 +30,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+pub use verification::{ReadCheck, Verification, WriteCheck};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verify {
@@ -93,7 +95,7 @@ pub struct Report {
     pub refused: Vec<Failure>,
     pub filtered: u64,
     /// How copied objects were verified: method → count.
-    pub verified_by: BTreeMap<String, u64>,
+    pub verified_by: BTreeMap<Verification, u64>,
     /// Objects copied from a cloud source that stated no digest for them (MD5, multipart ETag,
     /// stored checksum or moverctl metadata): their bytes were checked by size on the read side
     /// (`--verify strict` refuses them instead).
@@ -145,7 +147,7 @@ pub enum Event {
     Copied {
         key: String,
         bytes: u64,
-        verified_by: String,
+        verified_by: Verification,
     },
     Skipped {
         key: String,
@@ -371,14 +373,14 @@ impl Run {
                     Ok(o) => {
                         report.copied += 1;
                         report.copied_bytes += entry.size;
-                        if src_is_cloud && o.verified_by.starts_with("source-size+") {
+                        if src_is_cloud && o.verified_by.read == ReadCheck::SourceSize {
                             report.no_source_digest += 1;
                         }
-                        *report.verified_by.entry(o.verified_by.clone()).or_default() += 1;
+                        *report.verified_by.entry(o.verified_by).or_default() += 1;
                         on_event(&Event::Copied {
                             key: entry.key.clone(),
                             bytes: entry.size,
-                            verified_by: o.verified_by.clone(),
+                            verified_by: o.verified_by,
                         });
                         pending.push(ObjectRecord {
                             key: entry.key,
@@ -389,7 +391,7 @@ impl Run {
                             crc64: Some(crate::checksum::crc64_hex(o.digests.crc64)),
                             md5: o.digests.md5.map(|m| crate::checksum::hex(&m)),
                             dst_etag: o.dst_etag,
-                            verified_by: Some(o.verified_by),
+                            verified_by: Some(o.verified_by.to_string()),
                             attempts,
                             error: None,
                             upload_id: o.upload_id,
