@@ -235,3 +235,43 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::list::ListError;
+    use crate::transfer::RunError;
+    use crate::transfer::diff::DiffError;
+
+    fn listing(source: object_store::Error) -> CliError {
+        CliError::Run(RunError::Diff(DiffError::List(ListError::Store {
+            location: "garage:b/p".into(),
+            source,
+        })))
+    }
+
+    /// A run error keeps its type to the exit code: a listing refused for its credentials is 4
+    /// (it was 1 when the run error became text), anything else a run or journal hits is 1.
+    #[test]
+    fn run_and_journal_errors_choose_the_exit_code_by_type() {
+        let denied = object_store::Error::PermissionDenied {
+            path: "p".into(),
+            source: "the store answered LIST with 403".into(),
+        };
+        assert_eq!(listing(denied).exit(), Exit::Credentials);
+        let broken = object_store::Error::Generic {
+            store: "S3",
+            source: "connection reset".into(),
+        };
+        assert_eq!(listing(broken).exit(), Exit::Failure);
+        let journal = || crate::journal::JournalError::Db {
+            path: "j".into(),
+            message: "disk full".into(),
+        };
+        assert_eq!(
+            CliError::Run(RunError::Journal(journal())).exit(),
+            Exit::Failure
+        );
+        assert_eq!(CliError::Journal(journal()).exit(), Exit::Failure);
+    }
+}

@@ -1294,3 +1294,42 @@ async fn abandon(
         let _ = j.lock().expect("journal lock").forget(key);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generic(msg: &str) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: msg.to_string().into(),
+        }
+    }
+
+    /// A store's answer becomes a copy error by its kind, and the copy error keeps the kind.
+    #[test]
+    fn store_errors_become_copy_errors_by_kind() {
+        let e = store_err("writing")(generic(
+            "Server returned non-2xx status code: 400 Bad Request: <Error><Code>BadDigest</Code></Error>",
+        ));
+        assert!(matches!(e, CopyError::Mismatch(_)), "{e}");
+        assert_eq!(e.kind(), None);
+        let e = store_err("reading")(object_store::Error::Precondition {
+            path: "k".into(),
+            source: "412".into(),
+        });
+        assert!(matches!(e, CopyError::SourceChanged));
+        assert_eq!(e.kind(), Some(StoreErrorKind::PreconditionFailed));
+        let e = store_err("writing")(object_store::Error::PermissionDenied {
+            path: "k".into(),
+            source: "403".into(),
+        });
+        assert_eq!(e.kind(), Some(StoreErrorKind::Auth));
+        assert!(!e.retryable(), "a refusal is not tried again");
+        let e = store_err("writing")(generic(
+            "Server returned non-2xx status code: 503 Service Unavailable: <Code>SlowDown</Code>",
+        ));
+        assert_eq!(e.kind(), Some(StoreErrorKind::Throttled));
+        assert!(e.retryable());
+    }
+}

@@ -616,3 +616,28 @@ fn ctx_keeps_upload(journal: &Option<Arc<Mutex<Journal>>>, key: &str) -> bool {
 fn is_throttle(e: &CopyError) -> bool {
     e.kind() == Some(StoreErrorKind::Throttled)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auth_failures_count_only_refused_credentials() {
+        let f = |kind| Failure {
+            key: "k".into(),
+            error: "e".into(),
+            kind,
+        };
+        let r = Report {
+            failed: vec![
+                f(Some(StoreErrorKind::Auth)),
+                f(Some(StoreErrorKind::Throttled)),
+                f(None),
+            ],
+            refused: vec![f(None)],
+            ..Default::default()
+        };
+        assert_eq!(r.auth_failures(), 1);
+        assert_eq!(Report::default().auth_failures(), 0);
+    }
+}
