@@ -14,9 +14,14 @@
 //!   attempts, error, upload_id, part_size, updated)`.
 //! - `parts(key, idx, content_id, crc64, md5, size)`.
 //! - `sync_candidates(key, size, last_modified, e_tag, early_fee, status)`: written by `sync`
-//!   only (see `transfer::sync`), replaced by every run.
+//!   only (see `transfer::sync`, through [`CandidateSpill`]), replaced by every run; `status` is
+//!   `candidate`, `kept`, `held`, `deleted` or `delete-failed`.
+//!
+//! All SQL on these tables lives in this module.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::money::Usd;
+use crate::store::list::Entry;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
 pub const FORMAT: &str = "moverctl-journal";
@@ -91,6 +96,8 @@ pub struct PartRecord {
 pub struct Journal {
     conn: Connection,
     path: PathBuf,
+    source: String,
+    destination: String,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -185,11 +192,42 @@ impl Journal {
         Ok(Journal {
             conn,
             path: path.to_path_buf(),
+            source: source.to_string(),
+            destination: destination.to_string(),
         })
+    }
+
+    /// An existing journal, for the move its `meta` table names (`status`): the source and
+    /// destination are read first without writing (missing ones read as empty), then the journal
+    /// is opened as [`Journal::open`] does.
+    pub fn open_existing(path: &Path) -> Result<Journal, JournalError> {
+        let (source, destination) = {
+            let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map_err(|e| JournalError::Db {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?;
+            let meta = |k: &str| -> String {
+                conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
+                    .unwrap_or_default()
+            };
+            (meta("source"), meta("destination"))
+        };
+        Journal::open(path, &source, &destination)
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The move's source, as the journal records it.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The move's destination, as the journal records it.
+    pub fn destination(&self) -> &str {
+        &self.destination
     }
 
     fn db(&self, e: rusqlite::Error) -> JournalError {
@@ -364,6 +402,147 @@ impl Journal {
     }
 }
 
+const CANDIDATES_TABLE: &str = "CREATE TABLE IF NOT EXISTS sync_candidates (
+    key TEXT PRIMARY KEY, size INTEGER NOT NULL, last_modified TEXT NOT NULL, e_tag TEXT,
+    early_fee TEXT, status TEXT NOT NULL) WITHOUT ROWID;";
+
+/// Sync's deletion candidates (table `sync_candidates`), in the run's journal database or in a
+/// private temporary one (dry runs). It has its own connection to the journal file.
+pub struct CandidateSpill {
+    conn: Connection,
+    shown: String,
+    in_journal: bool,
+}
+
+impl CandidateSpill {
+    /// In the journal database at `journal`, replacing the previous run's candidates.
+    pub fn in_journal(journal: &Path) -> Result<CandidateSpill, JournalError> {
+        let shown = journal.display().to_string();
+        let conn = Connection::open(journal).map_err(|e| db_at(&shown, e))?;
+        conn.execute_batch(&format!(
+            "PRAGMA busy_timeout = 5000; {CANDIDATES_TABLE} DELETE FROM sync_candidates;"
+        ))
+        .map_err(|e| db_at(&shown, e))?;
+        Ok(CandidateSpill {
+            conn,
+            shown,
+            in_journal: true,
+        })
+    }
+
+    /// In a private temporary database (removed when closed).
+    pub fn temporary() -> Result<CandidateSpill, JournalError> {
+        let shown = "temporary candidate list".to_string();
+        let conn = Connection::open("").map_err(|e| db_at(&shown, e))?;
+        conn.execute_batch(CANDIDATES_TABLE)
+            .map_err(|e| db_at(&shown, e))?;
+        Ok(CandidateSpill {
+            conn,
+            shown,
+            in_journal: false,
+        })
+    }
+
+    fn db(&self, e: rusqlite::Error) -> JournalError {
+        db_at(&self.shown, e)
+    }
+
+    /// Write candidates in one transaction: status `kept` with their early-deletion fee, else
+    /// `candidate`.
+    pub fn insert(&mut self, rows: &[(Entry, Option<Usd>)]) -> Result<(), JournalError> {
+        let shown = self.shown.clone();
+        let tx = self.conn.transaction().map_err(|e| db_at(&shown, e))?;
+        {
+            let mut st = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO sync_candidates (key, size, last_modified, e_tag, early_fee, status)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(|e| db_at(&shown, e))?;
+            for (e, fee) in rows {
+                st.execute(params![
+                    e.key,
+                    e.size as i64,
+                    e.last_modified.to_rfc3339(),
+                    e.e_tag,
+                    fee.map(|f| f.0.to_string()),
+                    if fee.is_some() { "kept" } else { "candidate" },
+                ])
+                .map_err(|e| db_at(&shown, e))?;
+            }
+        }
+        tx.commit().map_err(|e| db_at(&shown, e))
+    }
+
+    /// Candidates in key order after `after`, at most `n`: (key, size, early fee if kept).
+    pub fn page(
+        &self,
+        after: &str,
+        n: usize,
+    ) -> Result<Vec<(String, u64, Option<Usd>)>, JournalError> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT key, size, early_fee FROM sync_candidates WHERE key > ?1 ORDER BY key LIMIT ?2",
+            )
+            .map_err(|e| self.db(e))?;
+        let rows = st
+            .query_map(params![after, n as i64], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)? as u64,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            })
+            .map_err(|e| self.db(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (k, size, fee) = row.map_err(|e| self.db(e))?;
+            out.push((k, size, fee.and_then(|f| f.parse().ok()).map(Usd)));
+        }
+        Ok(out)
+    }
+
+    /// Set candidates' status in one transaction. In the journal, a `deleted` key's object and
+    /// part rows go too: the record of a copy to a key that is gone now means nothing.
+    pub fn mark(&mut self, marks: &[(String, &'static str)]) -> Result<(), JournalError> {
+        let shown = self.shown.clone();
+        let forget = self.in_journal;
+        let tx = self.conn.transaction().map_err(|e| db_at(&shown, e))?;
+        for (k, status) in marks {
+            tx.execute(
+                "UPDATE sync_candidates SET status = ?2 WHERE key = ?1",
+                params![k, status],
+            )
+            .map_err(|e| db_at(&shown, e))?;
+            if forget && *status == "deleted" {
+                tx.execute("DELETE FROM objects WHERE key = ?1", [k])
+                    .and_then(|_| tx.execute("DELETE FROM parts WHERE key = ?1", [k]))
+                    .map_err(|e| db_at(&shown, e))?;
+            }
+        }
+        tx.commit().map_err(|e| db_at(&shown, e))
+    }
+
+    /// A candidate's last-modified time as listed (RFC 3339).
+    pub fn last_modified(&self, key: &str) -> Result<String, JournalError> {
+        self.conn
+            .query_row(
+                "SELECT last_modified FROM sync_candidates WHERE key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.db(e))
+    }
+}
+
+fn db_at(path: &str, e: rusqlite::Error) -> JournalError {
+    JournalError::Db {
+        path: path.to_string(),
+        message: e.to_string(),
+    }
+}
+
 /// Where a run's journal lives by default: the state folder, named after source and destination.
 pub fn default_path(state_dir: &Path, source: &str, destination: &str) -> PathBuf {
     use sha2::{Digest, Sha256};
@@ -439,5 +618,88 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("another move"), "{e}");
+    }
+
+    fn entry(key: &str) -> Entry {
+        Entry {
+            key: key.into(),
+            size: 3,
+            last_modified: chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05Z")
+                .unwrap()
+                .with_timezone(&chrono::Utc),
+            e_tag: Some("\"t\"".into()),
+        }
+    }
+
+    #[test]
+    fn sync_candidates_live_in_the_journal_and_a_deleted_key_forgets_its_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.sqlite");
+        let mut j = Journal::open(&p, "s3://a/", "s3://b/").unwrap();
+        j.put_all(&[rec("gone", State::Verified), rec("young", State::Verified)])
+            .unwrap();
+        {
+            let mut old = CandidateSpill::in_journal(&p).unwrap();
+            old.insert(&[(entry("stale"), None)]).unwrap();
+        }
+        // Every run replaces the previous run's candidates.
+        let mut spill = CandidateSpill::in_journal(&p).unwrap();
+        let fee = Usd("0.5".parse().unwrap());
+        spill
+            .insert(&[(entry("gone"), None), (entry("young"), Some(fee))])
+            .unwrap();
+        assert_eq!(
+            spill.page("", 10).unwrap(),
+            vec![("gone".into(), 3, None), ("young".into(), 3, Some(fee))]
+        );
+        assert_eq!(spill.page("gone", 1).unwrap().len(), 1);
+        assert_eq!(
+            spill.last_modified("gone").unwrap(),
+            "2026-01-02T03:04:05+00:00"
+        );
+        spill
+            .mark(&[("gone".into(), "deleted"), ("young".into(), "held")])
+            .unwrap();
+        // What the README tells users to run.
+        let c = Connection::open(&p).unwrap();
+        let rows: Vec<(String, String)> = c
+            .prepare("select key, status from sync_candidates order by key")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                ("gone".into(), "deleted".into()),
+                ("young".into(), "held".into())
+            ]
+        );
+        assert_eq!(j.get("gone").unwrap(), None);
+        assert!(j.get("young").unwrap().is_some());
+        // A temporary spill never touches a journal.
+        let mut t = CandidateSpill::temporary().unwrap();
+        t.insert(&[(entry("x"), None)]).unwrap();
+        t.mark(&[("x".into(), "deleted")]).unwrap();
+        assert_eq!(t.page("", 10).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_existing_journal_opens_for_the_move_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.sqlite");
+        Journal::open(&p, "s3://a/", "s3://b/")
+            .unwrap()
+            .put_all(&[rec("x", State::Verified)])
+            .unwrap();
+        let j = Journal::open_existing(&p).unwrap();
+        assert_eq!((j.source(), j.destination()), ("s3://a/", "s3://b/"));
+        assert_eq!(j.summary().unwrap().verified, 1);
+        let e = Journal::open_existing(&dir.path().join("missing.sqlite"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with("journal "), "{e}");
     }
 }

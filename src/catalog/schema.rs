@@ -142,6 +142,11 @@ pub struct Transfer {
 pub struct StorageClass {
     pub id: String,
     pub name: String,
+    /// The class's name on the wire when it is not the id in upper case with `_` (S3
+    /// `x-amz-storage-class`, GCS `x-goog-storage-class`); Azure access tiers are the id with a
+    /// capital first letter.
+    #[serde(default)]
+    pub wire_name: Option<String>,
     /// Monthly storage price tiers, ascending; the last has no `up_to_gb`.
     pub storage: Vec<StorageTier>,
     /// Objects deleted (or overwritten, or moved) earlier are billed for the rest of this period.

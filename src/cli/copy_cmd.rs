@@ -116,11 +116,11 @@ fn globs(flag: &str, pats: &[String]) -> Result<Option<globset::GlobSet>, CliErr
         .map_err(|e| usage(format!("{flag}: {e}")))
 }
 
+/// The destination's part limits: its provider's (resolved as every command does), else
+/// `onprem`'s.
 fn default_limits(catalog: &Catalog, dst: &Store) -> StoreLimits {
-    let id = dst.provider.as_deref().unwrap_or("onprem");
-    catalog
-        .get(id)
-        .or_else(|_| catalog.get("onprem"))
+    super::stores::provider_of(catalog, dst)
+        .or_else(|| catalog.get("onprem").ok())
         .map(|p| p.file.limits.clone())
         .expect("the catalog has onprem")
 }
@@ -223,7 +223,9 @@ pub(super) fn resolve(
 }
 
 pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<Exit, CliError> {
-    let (src, dst) = Store::open_pair(&args.src, &args.dst, remotes)?;
+    let (mut src, mut dst) = Store::open_pair(&args.src, &args.dst, remotes)?;
+    super::stores::refine_caps(catalog, &mut src);
+    super::stores::refine_caps(catalog, &mut dst);
     let r = resolve(&args.engine, catalog, &src, &dst, None)?;
     drive(src, dst, r, None, catalog)
 }
@@ -250,7 +252,9 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
                 args.plan.display()
             ))
         })?;
-    let (src, dst) = Store::open_pair(&src_loc, &dst_loc, remotes)?;
+    let (mut src, mut dst) = Store::open_pair(&src_loc, &dst_loc, remotes)?;
+    super::stores::refine_caps(catalog, &mut src);
+    super::stores::refine_caps(catalog, &mut dst);
     let r = resolve(&args.engine, catalog, &src, &dst, Some(&plan))?;
     drive(src, dst, r, Some(&plan), catalog)
 }
@@ -295,8 +299,7 @@ fn drive(
         // destination says (and two equal ones prove equal content): copy decides as sync does.
         let policy = crate::transfer::diff::JoinPolicy {
             dest_only: false,
-            compare_md5_etags: super::sync_cmd::md5_etags(catalog, &src)
-                && super::sync_cmd::md5_etags(catalog, &dst),
+            compare_md5_etags: src.caps.put_etag_is_md5 && dst.caps.put_etag_is_md5,
         };
         let run = Run {
             src,
@@ -889,15 +892,8 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
             path.display()
         )));
     }
-    let conn =
-        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|e| CliError::Failure(format!("journal {}: {e}", path.display())))?;
-    let meta = |k: &str| -> String {
-        conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
-            .unwrap_or_default()
-    };
-    let (src, dst) = (meta("source"), meta("destination"));
-    let j = Journal::open(&path, &src, &dst)?;
+    let j = Journal::open_existing(&path)?;
+    let (src, dst) = (j.source().to_string(), j.destination().to_string());
     let s = j.summary()?;
     let open = j.open_uploads()?;
     if args.json {

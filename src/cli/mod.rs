@@ -7,6 +7,7 @@ mod ls_cmd;
 mod plan_cmd;
 mod probe_cmd;
 mod providers_cmd;
+pub mod stores;
 mod sync_cmd;
 
 use crate::catalog::{Catalog, CatalogError};

@@ -83,25 +83,7 @@ than the destination's minimum storage duration unless --allow-early-delete. --d
 of it. With --json, sync prints one summary object (a dry run first prints one line per object it
 would copy, delete or keep). Exit code 5 (delete guard) is sync's own; 6 means another run of the same pair (copy or sync) holds the lock.";
 
-/// Where a store's prices come from: the remote's provider, else what the URL scheme implies
-/// when no custom endpoint is involved.
-fn provider_of<'c>(catalog: &'c Catalog, store: &Store) -> Option<&'c Provider> {
-    if let Some(p) = &store.provider {
-        return catalog.get(p).ok();
-    }
-    let custom = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
-    let id = match &store.location {
-        Location::S3 { remote: None, .. }
-            if !custom("AWS_ENDPOINT_URL") && !custom("AWS_ENDPOINT_URL_S3") =>
-        {
-            "aws"
-        }
-        Location::Gcs { remote: None, .. } => "gcp",
-        Location::Azure { remote: None, .. } => "azure",
-        _ => return None,
-    };
-    catalog.get(id).ok()
-}
+use super::stores::provider_of;
 
 fn remote_of<'r>(remotes: &'r Remotes, store: &Store) -> Option<&'r Remote> {
     match &store.location {
@@ -114,17 +96,19 @@ fn remote_of<'r>(remotes: &'r Remotes, store: &Store) -> Option<&'r Remote> {
 
 /// The name a store's API expects for a catalog class: S3 `GLACIER_IR`, GCS `NEARLINE`, Azure
 /// access tier `Cool`.
-pub fn wire_class(kind: Kind, provider: &str, class_id: &str) -> String {
-    match (kind, provider, class_id) {
-        (Kind::Azure, _, c) => {
+pub fn wire_class(kind: Kind, class: &crate::catalog::StorageClass) -> String {
+    if let Some(w) = &class.wire_name {
+        return w.clone();
+    }
+    let c = &class.id;
+    match kind {
+        Kind::Azure => {
             let mut ch = c.chars();
             ch.next()
                 .map(|f| f.to_uppercase().chain(ch).collect())
                 .unwrap_or_default()
         }
-        (Kind::S3, "aws", "glacier-flexible") => "GLACIER".into(),
-        (Kind::S3, "cloudflare-r2", "infrequent-access") => "STANDARD_IA".into(),
-        (_, _, c) => c.to_uppercase().replace('-', "_"),
+        _ => c.to_uppercase().replace('-', "_"),
     }
 }
 
@@ -135,8 +119,7 @@ fn find_class<'p>(
     given: &str,
 ) -> Option<&'p crate::catalog::StorageClass> {
     p.file.classes.iter().find(|c| {
-        c.id.eq_ignore_ascii_case(given)
-            || wire_class(kind, &p.file.id, &c.id).eq_ignore_ascii_case(given)
+        c.id.eq_ignore_ascii_case(given) || wire_class(kind, c).eq_ignore_ascii_case(given)
     })
 }
 
@@ -257,19 +240,11 @@ fn price(src: Option<&Pricing>, dst: Option<&Pricing>, r: &Report, d: &DeleteRep
     c
 }
 
-/// Whether a store's single-part ETags are MD5s of the content.
-pub(super) fn md5_etags(catalog: &Catalog, store: &Store) -> bool {
-    match store.kind {
-        Kind::Gcs => true,
-        Kind::S3 => provider_of(catalog, store)
-            .is_none_or(|p| p.file.limits.single_part_etag_is_md5 != crate::catalog::Tristate::No),
-        _ => false,
-    }
-}
-
 pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<Exit, CliError> {
     let started_at = std::time::SystemTime::now();
-    let (src, mut dst) = Store::open_pair(&args.src, &args.dst, remotes)?;
+    let (mut src, mut dst) = Store::open_pair(&args.src, &args.dst, remotes)?;
+    super::stores::refine_caps(catalog, &mut src);
+    super::stores::refine_caps(catalog, &mut dst);
     let max_delete =
         MaxDelete::parse(&args.max_delete).map_err(|m| usage(format!("--max-delete: {m}")))?;
 
@@ -293,16 +268,12 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
                         p.file
                             .classes
                             .iter()
-                            .map(|c| format!(
-                                "{} ({})",
-                                c.id,
-                                wire_class(dst.kind, &p.file.id, &c.id)
-                            ))
+                            .map(|c| format!("{} ({})", c.id, wire_class(dst.kind, c)))
                             .collect::<Vec<_>>()
                             .join(", ")
                     ))
                 })?;
-                dst.storage_class = Some(wire_class(dst.kind, &p.file.id, &c.id));
+                dst.storage_class = Some(wire_class(dst.kind, c));
                 dst_class = Some(c.id.clone());
             }
             // No catalog entry to check against: sent as given.
@@ -367,7 +338,6 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
         min_duration,
         src_pricing: src_pricing.as_ref(),
         dst_pricing: dst_pricing.as_ref(),
-        catalog,
         notes,
     });
     let finished = std::time::SystemTime::now();
@@ -416,7 +386,6 @@ struct SyncRun<'a> {
     min_duration: Option<MinDuration>,
     src_pricing: Option<&'a Pricing>,
     dst_pricing: Option<&'a Pricing>,
-    catalog: &'a Catalog,
     notes: Vec<String>,
 }
 
@@ -438,7 +407,6 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
         min_duration,
         src_pricing,
         dst_pricing,
-        catalog,
         notes,
     } = s;
     let dry_run = res.opts.dry_run;
@@ -470,7 +438,7 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
     .map_err(CliError::Journal)?;
     let join = JoinPolicy {
         dest_only: true,
-        compare_md5_etags: md5_etags(catalog, &src) && md5_etags(catalog, &dst),
+        compare_md5_etags: src.caps.put_etag_is_md5 && dst.caps.put_etag_is_md5,
     };
     let rt = super::runtime()?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -1043,14 +1011,21 @@ mod tests {
 
     #[test]
     fn catalog_classes_map_to_the_names_each_api_expects() {
-        assert_eq!(wire_class(Kind::S3, "aws", "glacier-ir"), "GLACIER_IR");
-        assert_eq!(wire_class(Kind::S3, "aws", "glacier-flexible"), "GLACIER");
+        let catalog = Catalog::embedded().unwrap();
+        let wire = |kind, provider: &str, class: &str| {
+            let p = catalog.get(provider).unwrap();
+            let c = p.file.classes.iter().find(|c| c.id == class).unwrap();
+            wire_class(kind, c)
+        };
+        assert_eq!(wire(Kind::S3, "aws", "glacier-ir"), "GLACIER_IR");
+        // These two come from the provider files' wire_name.
+        assert_eq!(wire(Kind::S3, "aws", "glacier-flexible"), "GLACIER");
         assert_eq!(
-            wire_class(Kind::S3, "cloudflare-r2", "infrequent-access"),
+            wire(Kind::S3, "cloudflare-r2", "infrequent-access"),
             "STANDARD_IA"
         );
-        assert_eq!(wire_class(Kind::Azure, "azure", "cool"), "Cool");
-        assert_eq!(wire_class(Kind::Gcs, "gcp", "nearline"), "NEARLINE");
+        assert_eq!(wire(Kind::Azure, "azure", "cool"), "Cool");
+        assert_eq!(wire(Kind::Gcs, "gcp", "nearline"), "NEARLINE");
     }
 
     #[test]

@@ -65,6 +65,14 @@ pub fn save(report: &ProbeReport) -> Result<PathBuf, ProbeError> {
     Ok(path)
 }
 
+/// The saved probe of one location (`moverctl probe LOCATION` writes it), if there is one that
+/// parses and carries this schema. `group` is the provider id, or the store kind without one.
+pub fn for_location(group: &str, location: &str) -> Option<ProbeReport> {
+    let path = provider_dir(&state_dir()?, group).join(format!("{}.json", sanitize(location)));
+    let report: ProbeReport = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    (report.schema == SCHEMA).then_some(report)
+}
+
 /// The newest saved probe of a provider (by the report's timestamp), with its file. Files that
 /// do not parse or carry another schema are skipped.
 pub fn newest(provider: &str) -> Option<(PathBuf, ProbeReport)> {

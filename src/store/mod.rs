@@ -3,6 +3,7 @@
 //! places, and a listing that is always sorted by key bytes, streams in constant memory, and
 //! reports keys object_store refuses instead of stopping.
 
+pub mod caps;
 pub mod config;
 pub mod creds;
 pub mod error;
@@ -78,6 +79,8 @@ pub struct Store {
     /// S3 with anonymous access (a public bucket): requests moverctl presigns itself are sent
     /// without their signature.
     pub s3_anonymous: bool,
+    /// What this store does for integrity (see [`caps`]): the executor reads this, never `kind`.
+    pub caps: caps::Capabilities,
 }
 
 impl std::fmt::Debug for Store {
@@ -358,6 +361,7 @@ impl Store {
                     observer,
                     s3: Some(s),
                     retry_window: retry::timeout(),
+                    caps: caps::Capabilities::for_kind(Kind::S3),
                     s3_anonymous,
                 })
             }
@@ -393,6 +397,7 @@ impl Store {
                     observer: observer.clone(),
                     s3: None,
                     retry_window: retry::timeout(),
+                    caps: caps::Capabilities::for_kind(Kind::Gcs),
                     s3_anonymous: false,
                 })
             }
@@ -445,6 +450,7 @@ impl Store {
                     observer: observer.clone(),
                     s3: None,
                     retry_window: retry::timeout(),
+                    caps: caps::Capabilities::for_kind(Kind::Azure),
                     s3_anonymous: false,
                 })
             }
@@ -475,6 +481,7 @@ impl Store {
                     observer: observer.clone(),
                     s3: None,
                     retry_window: retry::timeout(),
+                    caps: caps::Capabilities::for_kind(Kind::Local),
                     s3_anonymous: false,
                 })
             }
@@ -493,6 +500,7 @@ impl Store {
                     observer: observer.clone(),
                     s3: None,
                     retry_window: retry::timeout(),
+                    caps: caps::Capabilities::for_kind(Kind::Memory),
                     s3_anonymous: false,
                 })
             }

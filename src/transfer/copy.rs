@@ -20,7 +20,7 @@ use crate::journal::{Journal, ObjectRecord, PartRecord, State};
 use crate::limit::Limits;
 use crate::store::http::{Capture, DigestHeaders};
 use crate::store::list::Entry;
-use crate::store::{Kind, Store, StoreErrorKind};
+use crate::store::{Store, StoreErrorKind};
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use object_store::multipart::PartId;
@@ -131,14 +131,8 @@ fn read_range(
     range: Range<u64>,
     seen: Option<Seen>,
 ) -> BoxStream<'static, Result<Bytes, CopyError>> {
-    if ctx.src.kind == Kind::Local {
-        let root = ctx
-            .src
-            .local_root
-            .clone()
-            .expect("local stores have a root");
-        let path = root.join(&src.key);
-        return local_range(path, range);
+    if let Some(root) = &ctx.src.local_root {
+        return local_range(root.join(&src.key), range);
     }
     let store = ctx.src.inner.clone();
     let path = match ctx.src.path_of(&src.key) {
@@ -151,7 +145,7 @@ fn read_range(
             return stream::once(async move { Err(err) }).boxed();
         }
     };
-    let pin = is_cloud(ctx.src.kind);
+    let pin = ctx.src.caps.pins_reads;
     if pin {
         ctx.counters.get.fetch_add(1, Relaxed);
     }
@@ -192,15 +186,13 @@ type Seen = Arc<Mutex<Claims>>;
 /// The read side's label, unless `--verify strict` refuses an object whose cloud source stated
 /// no digest at all.
 fn require_digest(ctx: &Ctx, label: ReadCheck) -> Result<ReadCheck, CopyError> {
-    if label == ReadCheck::SourceSize && ctx.opts.verify == Verify::Strict && is_cloud(ctx.src.kind)
+    if label == ReadCheck::SourceSize
+        && ctx.opts.verify == Verify::Strict
+        && !ctx.src.caps.in_process
     {
         return Err(CopyError::NoSourceDigest);
     }
     Ok(label)
-}
-
-fn is_cloud(k: Kind) -> bool {
-    matches!(k, Kind::S3 | Kind::Gcs | Kind::Azure)
 }
 
 /// Local reads in 1 MiB blocks (object_store's local stream reads 8 KiB at a time).
@@ -289,7 +281,7 @@ async fn fetch(
 }
 
 fn source_md5(ctx: &Ctx, src: &Entry) -> Option<[u8; 16]> {
-    if !matches!(ctx.src.kind, Kind::S3 | Kind::Gcs) {
+    if !ctx.src.caps.put_etag_is_md5 {
         return None;
     }
     src.e_tag.as_deref().and_then(checksum::etag_md5)
@@ -305,10 +297,10 @@ async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyErro
         md5: source_md5(ctx, src),
         ..Default::default()
     };
-    if !is_cloud(ctx.src.kind) {
+    if !ctx.src.caps.pins_reads {
         return Ok(c);
     }
-    let multipart_etag = ctx.src.kind == Kind::S3
+    let multipart_etag = ctx.src.caps.multipart_etag_is_md5_of_parts
         && src
             .e_tag
             .as_deref()
@@ -498,7 +490,7 @@ async fn raw_head(
 
 fn metadata(ctx: &Ctx, src: &Entry, crc: Option<u64>) -> Attributes {
     let mut a = Attributes::new();
-    if matches!(ctx.dst.kind, Kind::Local) {
+    if !ctx.dst.caps.keeps_metadata {
         return a;
     }
     if let Some(c) = crc {
@@ -594,11 +586,12 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     let answer = cap.take();
     // Azure answers a Put Blob with the MD5 of the bytes it received (its ETag is opaque), GCS
     // with x-goog-hash.
-    let received_md5 = match ctx.dst.kind {
-        Kind::Azure | Kind::Gcs => answer.as_ref().and_then(|h| h.whole_md5(false)),
-        _ => None,
+    let received_md5 = if ctx.dst.caps.answers_received_md5 {
+        answer.as_ref().and_then(|h| h.whole_md5(false))
+    } else {
+        None
     };
-    let etag_md5 = if etag_can_be_md5(ctx.dst.kind, answer.as_ref(), false) {
+    let etag_md5 = if etag_can_be_md5(&ctx.dst.caps, answer.as_ref(), false) {
         res.e_tag.as_deref().and_then(checksum::etag_md5)
     } else {
         None
@@ -612,13 +605,13 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
                 "the destination's MD5 (ETag or Content-MD5) differs from the bytes sent".into(),
             ));
         }
-        Some(_) if ctx.opts.verify != Verify::Readback && is_cloud(ctx.dst.kind) => {
+        Some(_) if ctx.opts.verify != Verify::Readback && !ctx.dst.caps.in_process => {
             WriteCheck::DestMd5
         }
         // The store checked the Content-MD5 sent with the body and accepted it, but its answer
         // holds no MD5 to compare (an SSE-KMS or SSE-C object on S3).
         None if ctx.opts.verify != Verify::Readback
-            && sends_md5(ctx.dst.kind)
+            && ctx.dst.caps.checks_content_md5
             && d.md5.is_some() =>
         {
             WriteCheck::DestContentMd5
@@ -643,23 +636,22 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     })
 }
 
-/// Whether the destination received a `Content-MD5` with every PUT (the connector adds it; the
-/// store refuses a body that does not match).
-fn sends_md5(k: Kind) -> bool {
-    matches!(k, Kind::S3 | Kind::Gcs)
-}
-
 /// Whether a write answer's ETag may be compared with an MD5 of the bytes sent (single PUT) or
-/// with `md5(part md5s)-N` (`multipart`). S3: unless the object is encrypted with SSE-KMS or
-/// SSE-C (AWS documents those ETags as not MD5s). GCS: a single PUT's ETag is its MD5, but an
-/// object assembled from XML multipart parts has an ETag "not based on an MD5" (and no MD5 at
-/// all). Azure ETags are opaque.
-fn etag_can_be_md5(k: Kind, answer: Option<&DigestHeaders>, multipart: bool) -> bool {
-    match k {
-        Kind::S3 => answer.is_none_or(DigestHeaders::s3_etag_can_be_md5),
-        Kind::Gcs => !multipart,
-        _ => false,
-    }
+/// with `md5(part md5s)-N` (`multipart`): where the store's capabilities say its ETags are such
+/// MD5s (not Azure's opaque ones, not an object GCS assembled from XML multipart parts, whose
+/// ETag is "not based on an MD5"), unless the answer says the object is encrypted with SSE-KMS
+/// or SSE-C (AWS documents those ETags as not MD5s).
+fn etag_can_be_md5(
+    caps: &crate::store::caps::Capabilities,
+    answer: Option<&DigestHeaders>,
+    multipart: bool,
+) -> bool {
+    let documented = if multipart {
+        caps.multipart_etag_is_md5_of_parts
+    } else {
+        caps.put_etag_is_md5
+    };
+    documented && answer.is_none_or(DigestHeaders::s3_etag_can_be_md5)
 }
 
 /// HEAD (size, and GCS's stored CRC32C when `crc32c` is given) or, for `--verify readback` and
@@ -672,8 +664,8 @@ async fn verify_after_write(
     crc32c: Option<u32>,
 ) -> Result<WriteCheck, CopyError> {
     // In-process destinations (folders, memory) are read back: it costs no requests.
-    if ctx.opts.verify == Verify::Readback || !is_cloud(ctx.dst.kind) {
-        if is_cloud(ctx.dst.kind) {
+    if ctx.opts.verify == Verify::Readback || ctx.dst.caps.in_process {
+        if !ctx.dst.caps.in_process {
             ctx.counters.get.fetch_add(1, Relaxed);
         }
         let r = ctx
@@ -856,10 +848,10 @@ async fn copy_multipart(
         Some(id) => id,
         None => {
             ctx.counters.put.fetch_add(1, Relaxed);
-            let attrs = if ctx.dst.kind == Kind::Azure {
-                Attributes::new()
-            } else {
+            let attrs = if ctx.dst.caps.metadata_on_multipart {
                 metadata(ctx, src, None)
+            } else {
+                Attributes::new()
             };
             let id = mp
                 .create_multipart_opts(
@@ -904,9 +896,9 @@ async fn copy_multipart(
     // before they are reused: a part that was read corrupt is uploaded again, never stitched in.
     let need_whole_md5 = claims.needs_in_order();
     // Azure answers each Put Block with the MD5 of the block it received.
-    let block_md5 = ctx.dst.kind == Kind::Azure;
+    let block_md5 = ctx.dst.caps.answers_block_md5;
     // GCS keeps only a CRC32C for an object assembled from parts: it is compared after.
-    let want_crc32c = ctx.dst.kind == Kind::Gcs;
+    let want_crc32c = ctx.dst.caps.keeps_crc32c;
     let blocks_unchecked = &std::sync::atomic::AtomicBool::new(false);
     // Parts come from one GET of the whole object, split as it streams (one request per object,
     // like a plain download), or, when reads would stall longer than a connection tolerates
@@ -1121,10 +1113,11 @@ async fn copy_multipart(
         write_side = Some(WriteCheck::DestBlockMd5);
     }
     let answer = cap.take();
-    let comparable = etag_can_be_md5(ctx.dst.kind, answer.as_ref(), true);
+    let comparable = etag_can_be_md5(&ctx.dst.caps, answer.as_ref(), true);
     let all_md5s = md5s.iter().cloned().collect::<Option<Vec<_>>>();
     if !comparable
-        && ctx.dst.kind == Kind::S3
+        && ctx.dst.caps.multipart_etag_is_md5_of_parts
+        && ctx.dst.caps.checks_content_md5
         && all_md5s.is_some()
         && ctx.opts.verify != Verify::Readback
     {

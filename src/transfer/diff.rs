@@ -1,36 +1,13 @@
 //! Deciding what to copy: a merge-join of the sorted source and destination listings, consulting
 //! the journal per key. Memory holds one entry of each listing at a time.
 //!
-//! Decision table (first row that matches wins):
-//!
-//! | destination has the key? | evidence                                                 | decision |
-//! |---|---|---|
-//! | no                        | —                                                        | copy (`new`) |
-//! | yes, other size           | —                                                        | copy (`size differs`) |
-//! | yes, same size            | journal: verified, same source size + ETag, same destination ETag | skip (`verified earlier`), no request |
-//! | yes, same size            | [`JoinPolicy::compare_md5_etags`] (both stores' single-part ETags are MD5s): both listed ETags are plain MD5s (not multipart `…-N`) and equal | skip (`same md5`), no request |
-//! | yes, same size            | the same, and they differ   | copy (`md5 differs`) |
-//! | yes, same size            | journal: failed, or still copying                         | copy (`failed earlier`, `unfinished earlier`) |
-//! | yes, same size            | anything else                                            | check: HEAD the destination; skip if its moverctl metadata names the same source ETag and size (`same source version`), else copy (`unproven`) |
-//!
-//! The digest wins when both sides have one: an MD5 ETag is computed by the store over the bytes
-//! it holds, so two equal ones prove equal content and two different ones prove a change, whatever
-//! modification times or an earlier failure say. The journal's proof comes first only because it
-//! covers exactly the ETags listed now (it matters where an ETag looks like an MD5 but is not one,
-//! e.g. S3 objects encrypted with SSE-KMS: copied once, then skipped as verified, never copied on
-//! every run). The MD5 rows apply only when the caller knows both
-//! stores' single-part ETags are MD5s (S3 providers whose catalog entry says so, GCS); Azure,
-//! local and in-memory ETags are opaque and never match the MD5 pattern anyway.
-//!
-//! Modification times are not used: a source whose mtime is newer than the journal's recorded
-//! one but whose size and ETag are unchanged is the same object (a re-upload of the same bytes,
-//! a metadata rewrite), and copying it again would only cost requests. Stores whose ETag folds in
-//! the mtime (local folders: inode-mtime-size) see a touched file as changed through its ETag.
+//! Each source key is decided once, by [`decide`] (its doc comment is the decision table), from
+//! the two listed entries and the journal's record of the key, looked up once by the join.
 //!
 //! Keys only at the destination are left alone by `copy`. With [`JoinPolicy::dest_only`] (sync)
 //! the join also yields them, in key order, as [`Joined::DestOnly`]: the deletion candidates.
 
-use crate::journal::{Journal, State};
+use crate::journal::{Journal, ObjectRecord, State};
 use crate::store::list::{Entry, ListError, Listed};
 use futures::stream::{BoxStream, StreamExt};
 
@@ -101,8 +78,13 @@ impl Differ {
     }
 
     /// The next item of the join, or None at its end (the end of the source listing, or of both
-    /// listings with [`JoinPolicy::dest_only`]).
-    pub async fn next(&mut self, journal: Option<&Journal>) -> Option<Result<Joined, DiffError>> {
+    /// listings with [`JoinPolicy::dest_only`]). A source key the destination also holds is
+    /// decided with the journal's record of it (the lock is taken after the listings' awaits,
+    /// never held across one).
+    pub async fn next(
+        &mut self,
+        journal: Option<&std::sync::Mutex<Journal>>,
+    ) -> Option<Result<Joined, DiffError>> {
         let src_key = match std::pin::Pin::new(&mut self.src).peek().await {
             None => None,
             Some(Ok(Listed::Object(e))) => Some(e.key.clone()),
@@ -165,10 +147,14 @@ impl Differ {
         let Some(Ok(Listed::Object(src))) = self.src.next().await else {
             unreachable!("peeked an object")
         };
-        let decision = match decide_with(&src, dst.as_ref(), journal, self.policy) {
-            Ok(d) => d,
-            Err(e) => return Some(Err(e)),
+        let record = match (journal, &dst) {
+            (Some(j), Some(_)) => match j.lock().expect("journal lock").get(&src.key) {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e.into())),
+            },
+            _ => None,
         };
+        let decision = decide(&src, dst.as_ref(), record.as_ref(), self.policy);
         Some(Ok(Joined::Action(Action { src, dst, decision })))
     }
 }
@@ -185,58 +171,328 @@ fn norm(e: &Option<String>) -> Option<String> {
     e.as_deref().map(crate::checksum::etag_norm)
 }
 
-pub fn decide(
-    src: &Entry,
-    dst: Option<&Entry>,
-    journal: Option<&Journal>,
-) -> Result<Decision, DiffError> {
-    decide_with(src, dst, journal, JoinPolicy::default())
-}
-
 /// A plain (single-part) MD5 ETag: 32 hex digits or base64, never a multipart `…-N`.
 fn plain_md5(e: &Option<String>) -> Option<[u8; 16]> {
     e.as_deref().and_then(crate::checksum::etag_md5)
 }
 
-/// The decision table above, with the policy's optional rows.
-pub fn decide_with(
+/// What to do with one source key, from its listed entry, the destination's entry for the same
+/// key, the journal's record of the key and the policy. Pure: no request, no journal access.
+///
+/// Decision table (first row that matches wins):
+///
+/// | # | destination has the key? | evidence | decision |
+/// |---|---|---|---|
+/// | 1 | no | — | copy (`new`) |
+/// | 2 | yes, other size | — | copy (`size differs`) |
+/// | 3 | yes, same size | journal: verified, same source size + ETag, same destination ETag | skip (`verified earlier`), no request |
+/// | 4 | yes, same size | [`JoinPolicy::compare_md5_etags`] (both stores' single-part ETags are MD5s), both listed ETags are plain MD5s (not multipart `…-N`) and equal | skip (`same md5`), no request |
+/// | 5 | yes, same size | the same, and they differ | copy (`md5 differs`) |
+/// | 6 | yes, same size | journal: failed | copy (`failed earlier`) |
+/// | 7 | yes, same size | journal: still copying | copy (`unfinished earlier`) |
+/// | 8 | yes, same size | anything else | [`Decision::Check`]: the engine HEADs the destination and skips if its moverctl metadata names the same source ETag and size (`same source version`), else copies (`unproven`) |
+///
+/// ETags are compared normalised (quotes, `W/` and case ignored). The digest (rows 4–5) wins
+/// over an earlier failure (rows 6–7) when both sides have one: an MD5 ETag is computed by the
+/// store over the bytes it holds, so two equal ones prove equal content and two different ones
+/// prove a change, whatever modification times or an earlier failure say. The journal's proof
+/// (row 3) comes first only because it covers exactly the ETags listed now (it matters where an
+/// ETag looks like an MD5 but is not one, e.g. S3 objects encrypted with SSE-KMS: copied once,
+/// then skipped as verified, never copied on every run). The MD5 rows apply only when the
+/// caller knows both stores' single-part ETags are MD5s (S3 providers whose catalog entry says
+/// so, GCS); Azure, local and in-memory ETags are opaque and never match the MD5 pattern anyway.
+///
+/// Modification times are not used: a source whose mtime is newer than the journal's recorded
+/// one but whose size and ETag are unchanged is the same object (a re-upload of the same bytes,
+/// a metadata rewrite), and copying it again would only cost requests. Stores whose ETag folds
+/// in the mtime (local folders: inode-mtime-size) see a touched file as changed through its ETag.
+pub fn decide(
     src: &Entry,
     dst: Option<&Entry>,
-    journal: Option<&Journal>,
+    journal: Option<&ObjectRecord>,
     policy: JoinPolicy,
-) -> Result<Decision, DiffError> {
+) -> Decision {
     let Some(dst) = dst else {
-        return Ok(Decision::Copy("new"));
+        return Decision::Copy("new");
     };
     if dst.size != src.size {
-        return Ok(Decision::Copy("size differs"));
+        return Decision::Copy("size differs");
     }
-    let record = match journal {
-        Some(j) => j.get(&src.key)?,
-        None => None,
-    };
-    if let Some(r) = &record
+    if let Some(r) = journal
         && r.state == State::Verified
         && r.size == src.size
         && norm(&r.src_etag) == norm(&src.e_tag)
         && norm(&r.dst_etag) == norm(&dst.e_tag)
     {
-        return Ok(Decision::Skip("verified earlier"));
+        return Decision::Skip("verified earlier");
     }
     if policy.compare_md5_etags
         && let (Some(a), Some(b)) = (plain_md5(&src.e_tag), plain_md5(&dst.e_tag))
     {
-        return Ok(if a == b {
+        return if a == b {
             Decision::Skip("same md5")
         } else {
             Decision::Copy("md5 differs")
-        });
+        };
     }
-    match record.map(|r| r.state) {
+    match journal.map(|r| &r.state) {
         // What an earlier attempt left may be wrong whatever its metadata says.
-        Some(State::Failed) => return Ok(Decision::Copy("failed earlier")),
-        Some(State::Copying) => return Ok(Decision::Copy("unfinished earlier")),
-        _ => {}
+        Some(State::Failed) => Decision::Copy("failed earlier"),
+        Some(State::Copying) => Decision::Copy("unfinished earlier"),
+        _ => Decision::Check,
     }
-    Ok(Decision::Check)
+}
+
+#[cfg(test)]
+mod tests {
+    //! One test per row of [`decide`]'s table (named after the row), then where rows compete.
+    use super::*;
+
+    const MD5_A: &str = "\"0123456789abcdef0123456789abcdef\"";
+    const MD5_B: &str = "\"fedcba9876543210fedcba9876543210\"";
+    const MD5: JoinPolicy = JoinPolicy {
+        dest_only: false,
+        compare_md5_etags: true,
+    };
+    const PLAIN: JoinPolicy = JoinPolicy {
+        dest_only: false,
+        compare_md5_etags: false,
+    };
+
+    fn entry(size: u64, etag: &str) -> Entry {
+        Entry {
+            key: "k".into(),
+            size,
+            last_modified: chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05Z")
+                .unwrap()
+                .with_timezone(&chrono::Utc),
+            e_tag: Some(etag.into()),
+        }
+    }
+
+    fn record(state: State, src: &Entry, dst_etag: &str) -> ObjectRecord {
+        ObjectRecord {
+            key: src.key.clone(),
+            size: src.size,
+            src_etag: src.e_tag.clone(),
+            src_mtime: Some("2020-01-01T00:00:00+00:00".into()),
+            state,
+            crc64: None,
+            md5: None,
+            dst_etag: Some(dst_etag.into()),
+            verified_by: None,
+            attempts: 1,
+            error: None,
+            upload_id: None,
+            part_size: None,
+        }
+    }
+
+    // Row 1.
+    #[test]
+    fn row_1_no_destination_copies_new() {
+        let src = entry(5, "\"s\"");
+        let verified = record(State::Verified, &src, "\"d\"");
+        for policy in [PLAIN, MD5] {
+            assert_eq!(decide(&src, None, None, policy), Decision::Copy("new"));
+            assert_eq!(
+                decide(&src, None, Some(&verified), policy),
+                Decision::Copy("new")
+            );
+        }
+    }
+
+    // Row 2.
+    #[test]
+    fn row_2_other_size_copies_size_differs() {
+        let (src, dst) = (entry(5, "\"s\""), entry(6, "\"d\""));
+        assert_eq!(
+            decide(&src, Some(&dst), None, PLAIN),
+            Decision::Copy("size differs")
+        );
+    }
+
+    // Row 3.
+    #[test]
+    fn row_3_journal_verified_same_etags_skips_verified_earlier() {
+        let (src, dst) = (entry(5, "\"s\""), entry(5, "\"d\""));
+        let r = record(State::Verified, &src, "\"d\"");
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), PLAIN),
+            Decision::Skip("verified earlier")
+        );
+    }
+
+    // Row 4.
+    #[test]
+    fn row_4_equal_plain_md5s_skip_same_md5() {
+        let (src, dst) = (entry(5, MD5_A), entry(5, MD5_A));
+        assert_eq!(
+            decide(&src, Some(&dst), None, MD5),
+            Decision::Skip("same md5")
+        );
+        // Hex and base64 spellings of one MD5 are equal.
+        let b64 = entry(5, "ASNFZ4mrze8BI0VniavN7w==");
+        assert_eq!(
+            decide(&src, Some(&b64), None, MD5),
+            Decision::Skip("same md5")
+        );
+    }
+
+    // Row 5.
+    #[test]
+    fn row_5_differing_plain_md5s_copy_md5_differs() {
+        let (src, dst) = (entry(5, MD5_A), entry(5, MD5_B));
+        assert_eq!(
+            decide(&src, Some(&dst), None, MD5),
+            Decision::Copy("md5 differs")
+        );
+    }
+
+    // Row 6.
+    #[test]
+    fn row_6_journal_failed_copies_failed_earlier() {
+        let (src, dst) = (entry(5, "\"s\""), entry(5, "\"d\""));
+        let r = record(State::Failed, &src, "\"d\"");
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), PLAIN),
+            Decision::Copy("failed earlier")
+        );
+    }
+
+    // Row 7.
+    #[test]
+    fn row_7_journal_copying_copies_unfinished_earlier() {
+        let (src, dst) = (entry(5, "\"s\""), entry(5, "\"d\""));
+        let r = record(State::Copying, &src, "\"d\"");
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), PLAIN),
+            Decision::Copy("unfinished earlier")
+        );
+    }
+
+    // Row 8.
+    #[test]
+    fn row_8_anything_else_checks() {
+        let (src, dst) = (entry(5, "\"s\""), entry(5, "\"d\""));
+        assert_eq!(decide(&src, Some(&dst), None, PLAIN), Decision::Check);
+        assert_eq!(decide(&src, Some(&dst), None, MD5), Decision::Check);
+    }
+
+    // Precedence and the edges of each row.
+
+    #[test]
+    fn size_differs_beats_a_verified_journal_and_equal_md5s() {
+        let (src, dst) = (entry(5, MD5_A), entry(6, MD5_A));
+        let r = record(State::Verified, &src, MD5_A);
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), MD5),
+            Decision::Copy("size differs")
+        );
+    }
+
+    #[test]
+    fn journal_verified_beats_differing_md5s() {
+        // E.g. SSE-KMS: the destination's ETag looks like an MD5 but is not the content's.
+        let (src, dst) = (entry(5, MD5_A), entry(5, MD5_B));
+        let r = record(State::Verified, &src, MD5_B);
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), MD5),
+            Decision::Skip("verified earlier")
+        );
+    }
+
+    #[test]
+    fn journal_verified_for_other_etags_or_size_proves_nothing() {
+        let (src, dst) = (entry(5, "\"s\""), entry(5, "\"d\""));
+        // The destination was rewritten since.
+        let r = record(State::Verified, &src, "\"older\"");
+        assert_eq!(decide(&src, Some(&dst), Some(&r), PLAIN), Decision::Check);
+        // The source changed since.
+        let r = record(State::Verified, &entry(5, "\"s0\""), "\"d\"");
+        assert_eq!(decide(&src, Some(&dst), Some(&r), PLAIN), Decision::Check);
+        // Recorded with another size.
+        let r = record(State::Verified, &entry(4, "\"s\""), "\"d\"");
+        assert_eq!(decide(&src, Some(&dst), Some(&r), PLAIN), Decision::Check);
+        // ...and then the MD5s decide.
+        let (src, dst) = (entry(5, MD5_A), entry(5, MD5_B));
+        let r = record(State::Verified, &src, "\"older\"");
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), MD5),
+            Decision::Copy("md5 differs")
+        );
+    }
+
+    #[test]
+    fn journal_verified_compares_etags_normalised_and_ignores_mtimes() {
+        let (src, dst) = (entry(5, "\"ABC\""), entry(5, "W/\"Def\""));
+        let mut r = record(State::Verified, &entry(5, "abc"), "\"def\"");
+        r.src_mtime = Some("1999-01-01T00:00:00+00:00".into());
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), PLAIN),
+            Decision::Skip("verified earlier")
+        );
+    }
+
+    #[test]
+    fn equal_md5s_beat_failed_earlier() {
+        let (src, dst) = (entry(5, MD5_A), entry(5, MD5_A));
+        let r = record(State::Failed, &src, MD5_A);
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), MD5),
+            Decision::Skip("same md5")
+        );
+        let r = record(State::Copying, &src, MD5_A);
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), MD5),
+            Decision::Skip("same md5")
+        );
+    }
+
+    #[test]
+    fn differing_md5s_beat_failed_earlier() {
+        let (src, dst) = (entry(5, MD5_A), entry(5, MD5_B));
+        let r = record(State::Failed, &src, MD5_B);
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), MD5),
+            Decision::Copy("md5 differs")
+        );
+    }
+
+    #[test]
+    fn md5_rows_need_the_policy_and_two_plain_md5s() {
+        let (src, dst) = (entry(5, MD5_A), entry(5, MD5_A));
+        // Without the policy, equal MD5-looking ETags prove nothing.
+        assert_eq!(decide(&src, Some(&dst), None, PLAIN), Decision::Check);
+        let r = record(State::Failed, &src, MD5_A);
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), PLAIN),
+            Decision::Copy("failed earlier")
+        );
+        // A multipart ETag or an opaque one on either side: not an MD5 of the content.
+        let multipart = entry(5, "\"0123456789abcdef0123456789abcdef-2\"");
+        let opaque = entry(5, "\"0x8DC0123456789AB\"");
+        for other in [&multipart, &opaque] {
+            assert_eq!(decide(&src, Some(other), None, MD5), Decision::Check);
+            assert_eq!(decide(other, Some(&src), None, MD5), Decision::Check);
+        }
+        let r = record(State::Copying, &multipart, MD5_A);
+        assert_eq!(
+            decide(&multipart, Some(&dst), Some(&r), MD5),
+            Decision::Copy("unfinished earlier")
+        );
+    }
+
+    #[test]
+    fn missing_etags_on_both_sides_match_a_record_without_them() {
+        let (mut src, mut dst) = (entry(5, ""), entry(5, ""));
+        src.e_tag = None;
+        dst.e_tag = None;
+        let mut r = record(State::Verified, &src, "");
+        r.dst_etag = None;
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), MD5),
+            Decision::Skip("verified earlier")
+        );
+    }
 }

@@ -271,10 +271,7 @@ impl Run {
             stop,
         } = self;
         let journal = journal.map(|j| Arc::new(Mutex::new(j)));
-        let src_is_cloud = matches!(
-            src.kind,
-            crate::store::Kind::S3 | crate::store::Kind::Gcs | crate::store::Kind::Azure
-        );
+        let src_is_cloud = !src.caps.in_process;
         // Slow-down answers object_store retried by itself still shrink the window.
         for s in [&src, &dst] {
             let l = limits.clone();
@@ -316,141 +313,22 @@ impl Run {
             dry_run: opts.dry_run,
             ..Default::default()
         };
-        let mut pending: Vec<ObjectRecord> = Vec::new();
-        let mut last_flush = Instant::now();
+        let mut batch = JournalBatch::new(journal.clone());
         let slots = Arc::new(tokio::sync::Semaphore::new(opts.transfers.max(1)));
-        let mut tasks: tokio::task::JoinSet<(Entry, Result<Done, CopyError>, u32)> =
-            tokio::task::JoinSet::new();
-
-        let flush = |pending: &mut Vec<ObjectRecord>| -> Result<(), RunError> {
-            if let Some(j) = &journal
-                && !pending.is_empty()
-            {
-                j.lock().expect("journal lock").put_all(pending)?;
-            }
-            pending.clear();
-            Ok(())
-        };
-
-        let finish =
-            |report: &mut Report,
-             pending: &mut Vec<ObjectRecord>,
-             on_event: &mut dyn FnMut(&Event),
-             (entry, res, attempts): (Entry, Result<Done, CopyError>, u32)| {
-                report.retries += u64::from(attempts.saturating_sub(1));
-                let res = match res {
-                    Ok(Done::Skipped(reason)) => {
-                        report.skipped += 1;
-                        report.skipped_bytes += entry.size;
-                        *report.reasons.entry(reason.to_string()).or_default() += 1;
-                        on_event(&Event::Skipped {
-                            key: entry.key,
-                            bytes: entry.size,
-                            reason: reason.into(),
-                        });
-                        return;
-                    }
-                    Ok(Done::WouldCopy(reason)) => {
-                        *report.reasons.entry(reason.to_string()).or_default() += 1;
-                        report.copied += 1;
-                        report.copied_bytes += entry.size;
-                        on_event(&Event::WouldCopy {
-                            key: entry.key,
-                            bytes: entry.size,
-                            reason: reason.into(),
-                        });
-                        return;
-                    }
-                    Ok(Done::Copied(o, reason)) => {
-                        if let Some(r) = reason {
-                            *report.reasons.entry(r.to_string()).or_default() += 1;
-                        }
-                        Ok(o)
-                    }
-                    Err(e) => Err(e),
-                };
-                match res {
-                    Ok(o) => {
-                        report.copied += 1;
-                        report.copied_bytes += entry.size;
-                        if src_is_cloud && o.verified_by.read == ReadCheck::SourceSize {
-                            report.no_source_digest += 1;
-                        }
-                        *report.verified_by.entry(o.verified_by).or_default() += 1;
-                        on_event(&Event::Copied {
-                            key: entry.key.clone(),
-                            bytes: entry.size,
-                            verified_by: o.verified_by,
-                        });
-                        pending.push(ObjectRecord {
-                            key: entry.key,
-                            size: entry.size,
-                            src_etag: entry.e_tag,
-                            src_mtime: Some(entry.last_modified.to_rfc3339()),
-                            state: State::Verified,
-                            crc64: Some(crate::checksum::crc64_hex(o.digests.crc64)),
-                            md5: o.digests.md5.map(|m| crate::checksum::hex(&m)),
-                            dst_etag: o.dst_etag,
-                            verified_by: Some(o.verified_by.to_string()),
-                            attempts,
-                            error: None,
-                            upload_id: o.upload_id,
-                            part_size: o.part_size,
-                        });
-                    }
-                    Err(e) => {
-                        let error = e.to_string();
-                        let kind = e.kind();
-                        on_event(&Event::Failed {
-                            key: entry.key.clone(),
-                            error: error.clone(),
-                        });
-                        report.failed_bytes += entry.size;
-                        report.failed.push(Failure {
-                            key: entry.key.clone(),
-                            error: error.clone(),
-                            kind,
-                        });
-                        // A failed multipart upload keeps its journal row (state copying) for resume.
-                        let keep_upload = ctx_keeps_upload(&journal, &entry.key);
-                        if !keep_upload {
-                            pending.push(ObjectRecord {
-                                key: entry.key,
-                                size: entry.size,
-                                src_etag: entry.e_tag,
-                                src_mtime: Some(entry.last_modified.to_rfc3339()),
-                                state: State::Failed,
-                                crc64: None,
-                                md5: None,
-                                dst_etag: None,
-                                verified_by: None,
-                                attempts,
-                                error: Some(error),
-                                upload_id: None,
-                                part_size: None,
-                            });
-                        }
-                    }
-                }
-            };
+        let mut tasks: tokio::task::JoinSet<Finished> = tokio::task::JoinSet::new();
 
         loop {
             // Collect finished copies without waiting.
             while let Some(done) = tasks.try_join_next() {
                 let done = done.expect("copy tasks do not panic");
-                finish(&mut report, &mut pending, &mut on_event, done);
+                tally(&mut report, &mut batch, &mut on_event, src_is_cloud, done);
             }
-            if pending.len() >= 256
-                || (last_flush.elapsed() > Duration::from_millis(500) && !pending.is_empty())
-            {
-                flush(&mut pending)?;
-                last_flush = Instant::now();
-            }
+            batch.flush_if_due()?;
             if stop.load(Relaxed) {
                 report.interrupted = true;
                 break;
             }
-            let next = differ.next(None).await;
+            let next = differ.next(journal.as_deref()).await;
             let Some(item) = next else { break };
             let action = match item? {
                 Joined::Refused { key, reason } => {
@@ -482,15 +360,7 @@ impl Run {
                 continue;
             }
             report.src_objects += 1;
-            let mut decision = action.decision.clone();
-            // With MD5 comparison the journal's proof ranks above the ETags (see diff.rs).
-            let journal_first = policy.compare_md5_etags && action.dst.is_some();
-            if (decision == Decision::Check || journal_first)
-                && let Some(j) = &journal
-            {
-                let j = j.lock().expect("journal lock");
-                decision = diff::decide_with(&action.src, action.dst.as_ref(), Some(&j), policy)?;
-            }
+            let decision = action.decision.clone();
             match decision {
                 Decision::Skip(reason) => {
                     report.skipped += 1;
@@ -522,67 +392,23 @@ impl Run {
                     let permit = slots.clone().acquire_owned().await.expect("slots open");
                     // Finish whatever completed while we waited for a slot.
                     while let Some(done) = tasks.try_join_next() {
-                        finish(
-                            &mut report,
-                            &mut pending,
-                            &mut on_event,
-                            done.expect("copy tasks do not panic"),
-                        );
+                        let done = done.expect("copy tasks do not panic");
+                        tally(&mut report, &mut batch, &mut on_event, src_is_cloud, done);
                     }
                     let ctx = ctx.clone();
                     let entry = action.src;
                     tasks.spawn(async move {
                         let _permit = permit;
-                        let mut reason = None;
-                        if check {
-                            let _slot = ctx.limits.acquire_slot().await;
-                            if same_source_version(&ctx, &entry).await {
-                                return (entry, Ok(Done::Skipped("same source version")), 1);
-                            }
-                            if ctx.opts.dry_run {
-                                return (entry, Ok(Done::WouldCopy("unproven")), 1);
-                            }
-                            reason = Some("unproven");
-                        }
-                        let mut attempt = 0u32;
-                        loop {
-                            attempt += 1;
-                            let _slot = ctx.limits.acquire_slot().await;
-                            let res = copy_object(&ctx, &entry).await;
-                            match res {
-                                Ok(o) => {
-                                    ctx.limits.on_success();
-                                    return (entry, Ok(Done::Copied(o, reason)), attempt);
-                                }
-                                Err(e) => {
-                                    // (Slow-downs object_store absorbed were already reported
-                                    // by the store's observer; this one ended the attempt.)
-                                    if is_throttle(&e) {
-                                        ctx.limits.on_throttled();
-                                    }
-                                    if !e.retryable() || attempt > ctx.opts.retries {
-                                        return (entry, Err(e), attempt);
-                                    }
-                                    tokio::time::sleep(Duration::from_millis(
-                                        200 * u64::from(attempt),
-                                    ))
-                                    .await;
-                                }
-                            }
-                        }
+                        handle_object(&ctx, entry, check).await
                     });
                 }
             }
         }
         while let Some(done) = tasks.join_next().await {
-            finish(
-                &mut report,
-                &mut pending,
-                &mut on_event,
-                done.expect("copy tasks do not panic"),
-            );
+            let done = done.expect("copy tasks do not panic");
+            tally(&mut report, &mut batch, &mut on_event, src_is_cloud, done);
         }
-        flush(&mut pending)?;
+        batch.flush()?;
         if let Some(j) = &journal {
             report.open_uploads = j.lock().expect("journal lock").open_uploads()?.len() as u64;
         }
@@ -602,15 +428,215 @@ impl Run {
     }
 }
 
-fn ctx_keeps_upload(journal: &Option<Arc<Mutex<Journal>>>, key: &str) -> bool {
-    journal.as_ref().is_some_and(|j| {
-        j.lock()
-            .expect("journal lock")
-            .get(key)
-            .ok()
-            .flatten()
-            .is_some_and(|r| r.state == State::Copying && r.upload_id.is_some())
-    })
+/// What a task of the pool hands back: the object, how it ended, and the attempts it took.
+type Finished = (Entry, Result<Done, CopyError>, u32);
+
+/// One object in the pool: with `check`, first one HEAD of the destination (skipped when its
+/// metadata names this source version; a dry run stops there), then the copy with retries.
+async fn handle_object(ctx: &Ctx, entry: Entry, check: bool) -> Finished {
+    let mut reason = None;
+    if check {
+        let _slot = ctx.limits.acquire_slot().await;
+        if same_source_version(ctx, &entry).await {
+            return (entry, Ok(Done::Skipped("same source version")), 1);
+        }
+        if ctx.opts.dry_run {
+            return (entry, Ok(Done::WouldCopy("unproven")), 1);
+        }
+        reason = Some("unproven");
+    }
+    let (res, attempts) = copy_with_retries(ctx, &entry).await;
+    (entry, res.map(|o| Done::Copied(o, reason)), attempts)
+}
+
+/// Copy one object, retrying retryable errors up to `--retries` times (a growing pause between
+/// attempts, the window slot held through it); returns how it ended and the attempts made.
+async fn copy_with_retries(ctx: &Ctx, entry: &Entry) -> (Result<copy::Outcome, CopyError>, u32) {
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        let _slot = ctx.limits.acquire_slot().await;
+        match copy_object(ctx, entry).await {
+            Ok(o) => {
+                ctx.limits.on_success();
+                return (Ok(o), attempt);
+            }
+            Err(e) => {
+                // (Slow-downs object_store absorbed were already reported by the store's
+                // observer; this one ended the attempt.)
+                if is_throttle(&e) {
+                    ctx.limits.on_throttled();
+                }
+                if !e.retryable() || attempt > ctx.opts.retries {
+                    return (Err(e), attempt);
+                }
+                tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+            }
+        }
+    }
+}
+
+/// Count a finished task into the report, tell `on_event`, and queue its journal record:
+/// `verified` for a copy, `failed` for an error (unless a multipart upload is kept open for
+/// resume, whose `copying` row stays).
+fn tally(
+    report: &mut Report,
+    batch: &mut JournalBatch,
+    on_event: &mut dyn FnMut(&Event),
+    src_is_cloud: bool,
+    (entry, res, attempts): Finished,
+) {
+    report.retries += u64::from(attempts.saturating_sub(1));
+    let res = match res {
+        Ok(Done::Skipped(reason)) => {
+            report.skipped += 1;
+            report.skipped_bytes += entry.size;
+            *report.reasons.entry(reason.to_string()).or_default() += 1;
+            on_event(&Event::Skipped {
+                key: entry.key,
+                bytes: entry.size,
+                reason: reason.into(),
+            });
+            return;
+        }
+        Ok(Done::WouldCopy(reason)) => {
+            *report.reasons.entry(reason.to_string()).or_default() += 1;
+            report.copied += 1;
+            report.copied_bytes += entry.size;
+            on_event(&Event::WouldCopy {
+                key: entry.key,
+                bytes: entry.size,
+                reason: reason.into(),
+            });
+            return;
+        }
+        Ok(Done::Copied(o, reason)) => {
+            if let Some(r) = reason {
+                *report.reasons.entry(r.to_string()).or_default() += 1;
+            }
+            Ok(o)
+        }
+        Err(e) => Err(e),
+    };
+    match res {
+        Ok(o) => {
+            report.copied += 1;
+            report.copied_bytes += entry.size;
+            if src_is_cloud && o.verified_by.read == ReadCheck::SourceSize {
+                report.no_source_digest += 1;
+            }
+            *report.verified_by.entry(o.verified_by).or_default() += 1;
+            on_event(&Event::Copied {
+                key: entry.key.clone(),
+                bytes: entry.size,
+                verified_by: o.verified_by,
+            });
+            batch.push(ObjectRecord {
+                key: entry.key,
+                size: entry.size,
+                src_etag: entry.e_tag,
+                src_mtime: Some(entry.last_modified.to_rfc3339()),
+                state: State::Verified,
+                crc64: Some(crate::checksum::crc64_hex(o.digests.crc64)),
+                md5: o.digests.md5.map(|m| crate::checksum::hex(&m)),
+                dst_etag: o.dst_etag,
+                verified_by: Some(o.verified_by.to_string()),
+                attempts,
+                error: None,
+                upload_id: o.upload_id,
+                part_size: o.part_size,
+            });
+        }
+        Err(e) => {
+            let error = e.to_string();
+            let kind = e.kind();
+            on_event(&Event::Failed {
+                key: entry.key.clone(),
+                error: error.clone(),
+            });
+            report.failed_bytes += entry.size;
+            report.failed.push(Failure {
+                key: entry.key.clone(),
+                error: error.clone(),
+                kind,
+            });
+            // A failed multipart upload keeps its journal row (state copying) for resume.
+            if !batch.keeps_upload(&entry.key) {
+                batch.push(ObjectRecord {
+                    key: entry.key,
+                    size: entry.size,
+                    src_etag: entry.e_tag,
+                    src_mtime: Some(entry.last_modified.to_rfc3339()),
+                    state: State::Failed,
+                    crc64: None,
+                    md5: None,
+                    dst_etag: None,
+                    verified_by: None,
+                    attempts,
+                    error: Some(error),
+                    upload_id: None,
+                    part_size: None,
+                });
+            }
+        }
+    }
+}
+
+/// Journal records of finished objects, written in batches: when 256 are waiting or the oldest
+/// unwritten batch is half a second old, and at the end of the run (each batch one transaction).
+struct JournalBatch {
+    journal: Option<Arc<Mutex<Journal>>>,
+    pending: Vec<ObjectRecord>,
+    last_flush: Instant,
+}
+
+impl JournalBatch {
+    fn new(journal: Option<Arc<Mutex<Journal>>>) -> JournalBatch {
+        JournalBatch {
+            journal,
+            pending: Vec::new(),
+            last_flush: Instant::now(),
+        }
+    }
+
+    fn push(&mut self, r: ObjectRecord) {
+        self.pending.push(r);
+    }
+
+    /// Write the waiting records if there are 256 or the last write is over 500 ms ago.
+    fn flush_if_due(&mut self) -> Result<(), RunError> {
+        if self.pending.len() >= 256
+            || (self.last_flush.elapsed() > Duration::from_millis(500) && !self.pending.is_empty())
+        {
+            self.flush()?;
+            self.last_flush = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Write the waiting records now (dropped when the run has no journal).
+    fn flush(&mut self) -> Result<(), RunError> {
+        if let Some(j) = &self.journal
+            && !self.pending.is_empty()
+        {
+            j.lock().expect("journal lock").put_all(&self.pending)?;
+        }
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Does the journal keep `key`'s multipart upload open for resume (state `copying` with an
+    /// upload id)?
+    fn keeps_upload(&self, key: &str) -> bool {
+        self.journal.as_ref().is_some_and(|j| {
+            j.lock()
+                .expect("journal lock")
+                .get(key)
+                .ok()
+                .flatten()
+                .is_some_and(|r| r.state == State::Copying && r.upload_id.is_some())
+        })
+    }
 }
 
 fn is_throttle(e: &CopyError) -> bool {

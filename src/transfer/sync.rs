@@ -18,18 +18,18 @@
 //! billed size (at least the class's minimum object size). Kept objects do not count against
 //! `--max-delete`.
 //!
-//! The spill lives in the run's journal (table `sync_candidates`, replaced by every run), so after
+//! The spill lives in the run's journal (table `sync_candidates`, replaced by every run; its SQL is
+//! [`CandidateSpill`]'s, in `journal.rs`), so after
 //! a tripped guard `sqlite3 JOURNAL 'select key, status from sync_candidates'` shows what would
 //! have gone; dry runs use a private temporary database instead.
 
-use crate::journal::JournalError;
+use crate::journal::{CandidateSpill, JournalError};
 use crate::money::Usd;
 use crate::store::Store;
 use crate::store::list::Entry;
 use chrono::{DateTime, Utc};
 use futures::stream::{self, StreamExt};
 use object_store::ObjectStoreExt;
-use rusqlite::{Connection, params};
 use rust_decimal::Decimal;
 use std::path::Path;
 
@@ -190,46 +190,31 @@ pub struct DeleteReport {
     pub requests_delete: u64,
 }
 
-/// The spill: candidates in a SQLite table, classified as they arrive.
+/// The spill: candidates in a SQLite table ([`CandidateSpill`]), classified as they arrive.
 pub struct Candidates {
-    conn: Connection,
+    spill: CandidateSpill,
     buf: Vec<(Entry, Option<Usd>)>,
     policy: DeletePolicy,
     pub report: DeleteReport,
-    shown: String,
 }
-
-const TABLE: &str = "CREATE TABLE IF NOT EXISTS sync_candidates (
-    key TEXT PRIMARY KEY, size INTEGER NOT NULL, last_modified TEXT NOT NULL, e_tag TEXT,
-    early_fee TEXT, status TEXT NOT NULL) WITHOUT ROWID;";
 
 impl Candidates {
     /// In the journal database at `journal` (replacing the previous run's candidates).
     pub fn in_journal(journal: &Path, policy: DeletePolicy) -> Result<Candidates, JournalError> {
-        let shown = journal.display().to_string();
-        let conn = Connection::open(journal).map_err(|e| db(&shown, e))?;
-        conn.execute_batch(&format!(
-            "PRAGMA busy_timeout = 5000; {TABLE} DELETE FROM sync_candidates;"
-        ))
-        .map_err(|e| db(&shown, e))?;
-        Ok(Self::with(conn, policy, shown))
+        Ok(Self::with(CandidateSpill::in_journal(journal)?, policy))
     }
 
     /// In a private temporary database (dry runs; removed when closed).
     pub fn temporary(policy: DeletePolicy) -> Result<Candidates, JournalError> {
-        let shown = "temporary candidate list".to_string();
-        let conn = Connection::open("").map_err(|e| db(&shown, e))?;
-        conn.execute_batch(TABLE).map_err(|e| db(&shown, e))?;
-        Ok(Self::with(conn, policy, shown))
+        Ok(Self::with(CandidateSpill::temporary()?, policy))
     }
 
-    fn with(conn: Connection, policy: DeletePolicy, shown: String) -> Candidates {
+    fn with(spill: CandidateSpill, policy: DeletePolicy) -> Candidates {
         Candidates {
-            conn,
+            spill,
             buf: Vec::new(),
             policy,
             report: DeleteReport::default(),
-            shown,
         }
     }
 
@@ -266,74 +251,9 @@ impl Candidates {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let shown = self.shown.clone();
-        let tx = self.conn.transaction().map_err(|e| db(&shown, e))?;
-        {
-            let mut st = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO sync_candidates (key, size, last_modified, e_tag, early_fee, status)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(|e| db(&shown, e))?;
-            for (e, fee) in &self.buf {
-                st.execute(params![
-                    e.key,
-                    e.size as i64,
-                    e.last_modified.to_rfc3339(),
-                    e.e_tag,
-                    fee.map(|f| f.0.to_string()),
-                    if fee.is_some() { "kept" } else { "candidate" },
-                ])
-                .map_err(|e| db(&shown, e))?;
-            }
-        }
-        tx.commit().map_err(|e| db(&shown, e))?;
+        self.spill.insert(&self.buf)?;
         self.buf.clear();
         Ok(())
-    }
-
-    /// Candidates in key order after `after`, at most `n`: (key, size, early fee if kept).
-    fn page(&self, after: &str, n: usize) -> Result<Vec<(String, u64, Option<Usd>)>, JournalError> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT key, size, early_fee FROM sync_candidates WHERE key > ?1 ORDER BY key LIMIT ?2",
-            )
-            .map_err(|e| db(&self.shown, e))?;
-        let rows = st
-            .query_map(params![after, n as i64], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)? as u64,
-                    r.get::<_, Option<String>>(2)?,
-                ))
-            })
-            .map_err(|e| db(&self.shown, e))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (k, size, fee) = row.map_err(|e| db(&self.shown, e))?;
-            out.push((k, size, fee.and_then(|f| f.parse().ok()).map(Usd)));
-        }
-        Ok(out)
-    }
-
-    fn mark(&mut self, marks: &[(String, &'static str)], forget: bool) -> Result<(), JournalError> {
-        let shown = self.shown.clone();
-        let tx = self.conn.transaction().map_err(|e| db(&shown, e))?;
-        for (k, status) in marks {
-            tx.execute(
-                "UPDATE sync_candidates SET status = ?2 WHERE key = ?1",
-                params![k, status],
-            )
-            .map_err(|e| db(&shown, e))?;
-            if forget && *status == "deleted" {
-                // The journal's record of a copy to a key that is gone now means nothing.
-                tx.execute("DELETE FROM objects WHERE key = ?1", [k])
-                    .and_then(|_| tx.execute("DELETE FROM parts WHERE key = ?1", [k]))
-                    .map_err(|e| db(&shown, e))?;
-            }
-        }
-        tx.commit().map_err(|e| db(&shown, e))
     }
 
     /// Decide and (unless a dry run) delete. `copy_ok` is false when the copy phase had failed or
@@ -366,10 +286,9 @@ impl Candidates {
             Verdict::Deleted
         };
         self.report.verdict = Some(verdict);
-        let in_journal = self.shown != "temporary candidate list";
         let mut after = String::new();
         loop {
-            let page = self.page(&after, 1000)?;
+            let page = self.spill.page(&after, 1000)?;
             let Some(last) = page.last() else { break };
             after = last.0.clone();
             let mut todo = Vec::new();
@@ -434,7 +353,7 @@ impl Candidates {
                 }
             }
             if !p.dry_run {
-                self.mark(&marks, in_journal)?;
+                self.spill.mark(&marks)?;
             }
         }
         Ok(self.report)
@@ -447,24 +366,10 @@ impl Candidates {
         size: u64,
         m: &MinDuration,
     ) -> Result<Option<Usd>, JournalError> {
-        let lm: String = self
-            .conn
-            .query_row(
-                "SELECT last_modified FROM sync_candidates WHERE key = ?1",
-                [key],
-                |r| r.get(0),
-            )
-            .map_err(|e| db(&self.shown, e))?;
+        let lm = self.spill.last_modified(key)?;
         Ok(DateTime::parse_from_rfc3339(&lm)
             .ok()
             .and_then(|t| m.early_fee(size, t.with_timezone(&Utc), self.policy.now)))
-    }
-}
-
-fn db(path: &str, e: rusqlite::Error) -> JournalError {
-    JournalError::Db {
-        path: path.to_string(),
-        message: e.to_string(),
     }
 }
 

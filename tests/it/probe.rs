@@ -5,8 +5,9 @@
 use super::{Servers, moverctl, remotes, remotes_toml, servers, unique};
 use futures::StreamExt;
 use moverctl::probe::{self, ProbeOpts, ProbeReport, Status};
-use moverctl::store::Store;
+use moverctl::store::caps::Capabilities;
 use moverctl::store::config::Remotes;
+use moverctl::store::{Kind, Store};
 use serde_json::Value;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -326,6 +327,73 @@ fn moto_accepts_wrong_digests_and_the_probe_says_so() {
     // Saved under the store kind: a moto remote names no provider.
     let saved = dir.path().join("probes/s3/moto_probe_x_.json");
     assert!(saved.is_file(), "{} missing", saved.display());
+    // What copy and sync then rely on: an S3 store whose probe shows that a wrong Content-MD5
+    // is accepted is not trusted to refuse damaged bytes (`dest-content-md5` is never claimed).
+    let report: ProbeReport =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let mut caps = Capabilities::for_kind(Kind::S3);
+    moverctl::cli::stores::apply_probe(&mut caps, &report);
+    assert!(!caps.checks_content_md5, "{caps:?}");
+    assert!(caps.put_etag_is_md5 && caps.keeps_metadata, "{caps:?}");
+}
+
+/// Each test server's documented capabilities (what the executor relies on, by kind) against
+/// what the probe measures on it: every capability the probe can test must be there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capabilities_agree_with_what_the_probe_measures() {
+    let Some(s) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let locations = [
+        garage_location(&s, "caps"),
+        format!("azurite:{}/{}/", s.az_container, unique("caps")),
+        format!("gcsxml:{}/{}/", s.gcs_bucket, unique("caps")),
+        dir.path().display().to_string(),
+    ];
+    for loc in locations {
+        let store = Store::open(&loc, &remotes(&s)).unwrap();
+        let opts = ProbeOpts {
+            s3: probe::s3raw::open_s3(&loc, &remotes(&s)).unwrap(),
+            ..small()
+        };
+        let r = probe::probe(&store, opts).await.unwrap();
+        let caps = &store.caps;
+        let measured = |id: &str| r.status(id);
+        let check = |claimed: bool, id: &str| {
+            let m = measured(id);
+            if claimed {
+                assert_eq!(
+                    m,
+                    Status::Yes,
+                    "{loc}: {id} is relied on but measured {m:?}"
+                );
+            } else {
+                assert_ne!(m, Status::Yes, "{loc}: {id} measured yes but not relied on");
+            }
+        };
+        if store.kind == Kind::Gcs {
+            // fake-gcs-server's ETags are base64 MD5s where GCS shows hex ones: the probe sees
+            // the difference, and a saved probe of such a store turns the ETag comparison off.
+            assert_eq!(measured("single_part_etag_md5"), Status::No, "{loc}");
+            let mut refined = caps.clone();
+            moverctl::cli::stores::apply_probe(&mut refined, &r);
+            assert!(!refined.put_etag_is_md5 && !refined.multipart_etag_is_md5_of_parts);
+        } else if caps.pins_reads {
+            check(caps.put_etag_is_md5, "single_part_etag_md5");
+        }
+        check(caps.keeps_metadata, "user_metadata");
+        if caps.multipart_etag_is_md5_of_parts {
+            assert_eq!(measured("multipart_etag_md5_of_md5s"), Status::Yes, "{loc}");
+        }
+        if store.kind == Kind::S3 {
+            check(caps.checks_content_md5, "content_md5_checked");
+        }
+        // Refining with the measurement changes nothing else on these servers.
+        if store.kind != Kind::Gcs {
+            let mut refined = caps.clone();
+            moverctl::cli::stores::apply_probe(&mut refined, &r);
+            assert_eq!(&refined, caps, "{loc}");
+        }
+    }
 }
 
 // ---- the CLI on a local folder, and the planner reading the result --------------------------

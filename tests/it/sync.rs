@@ -467,12 +467,14 @@ async fn overlapping_runs_are_refused_and_a_killed_runs_lock_is_taken_over() {
     let Some(s) = servers() else { return };
     let env = Env::new(Some(&s), "");
     let src_dir = tempfile::tempdir().unwrap();
-    std::fs::write(src_dir.path().join("slow.bin"), data("slow", 1 << 20)).unwrap();
+    // 4 MiB: the first run must still be running when it is killed, however loaded the
+    // machine is (with 1 MiB it could finish first on a busy CI machine).
+    std::fs::write(src_dir.path().join("slow.bin"), data("slow", 4 << 20)).unwrap();
     let src_loc = src_dir.path().to_str().unwrap().to_string();
     let p = unique("sync-lock");
     let dst_loc = format!("garage:{}/{p}", s.bucket_b);
 
-    // A run held back to ~16 s by --bwlimit.
+    // A run held back to ~64 s by --bwlimit (it is killed long before).
     let mut first = env
         .cmd(&[&src_loc, &dst_loc, "--bwlimit", "64KiB/s"])
         .stdout(std::process::Stdio::null())

@@ -1,0 +1,113 @@
+//! One description of what a store does for integrity, read by the executor instead of the store
+//! kind: which digests it checks on arrival, which it reports, whether its ETags are MD5s, whether
+//! it keeps metadata. [`Capabilities::for_kind`] gives what each kind of store does as
+//! documented (the defaults every opened store starts with); [`Capabilities::refine`] narrows it
+//! with what the catalog says of the provider and what a saved probe of the location measured
+//! (`moverctl probe`), so a store that does less than its kind promises (an S3-compatible server
+//! that checks no `Content-MD5`, whose ETags are not MD5s, or that drops metadata) is not trusted
+//! for what it does not do.
+
+use super::Kind;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Objects are read from a file on this machine (a local folder), not over the network: no
+    /// read can be pinned to an ETag, and the bytes are the source of truth.
+    pub in_process: bool,
+    /// Reads can be pinned to the listed ETag (`If-Match`) and carry digest headers.
+    pub pins_reads: bool,
+    /// The ETag of an object written in one PUT is the MD5 of its content (listed and answered).
+    pub put_etag_is_md5: bool,
+    /// A multipart object's ETag is `md5(part md5s)-N` (S3), and a HEAD of part 1 (`partNumber`)
+    /// gives the part size, so it can be recomputed.
+    pub multipart_etag_is_md5_of_parts: bool,
+    /// Writes carry the MD5 of the bytes read as `Content-MD5`, and the store refuses a body
+    /// that does not match it.
+    pub checks_content_md5: bool,
+    /// A write's answer states the MD5 of the bytes received (Azure `Content-MD5`, GCS
+    /// `x-goog-hash`).
+    pub answers_received_md5: bool,
+    /// Each uploaded block's answer states its MD5 (Azure Put Block).
+    pub answers_block_md5: bool,
+    /// The store keeps a CRC32C of every object and shows it on HEAD (GCS): the only digest of
+    /// an object assembled from multipart parts there.
+    pub keeps_crc32c: bool,
+    /// User metadata (moverctl's CRC64, source ETag and size) is kept with objects.
+    pub keeps_metadata: bool,
+    /// Metadata can be given when a multipart upload starts (not through Azure's block API).
+    pub metadata_on_multipart: bool,
+    /// Where each refinement came from, for `moverctl probe` and messages.
+    pub notes: Vec<String>,
+}
+
+impl Capabilities {
+    /// What a store of this kind does as documented.
+    pub fn for_kind(kind: Kind) -> Capabilities {
+        let cloud = matches!(kind, Kind::S3 | Kind::Gcs | Kind::Azure);
+        Capabilities {
+            in_process: !cloud,
+            pins_reads: cloud,
+            put_etag_is_md5: matches!(kind, Kind::S3 | Kind::Gcs),
+            multipart_etag_is_md5_of_parts: kind == Kind::S3,
+            checks_content_md5: matches!(kind, Kind::S3 | Kind::Gcs),
+            answers_received_md5: matches!(kind, Kind::Azure | Kind::Gcs),
+            answers_block_md5: kind == Kind::Azure,
+            keeps_crc32c: kind == Kind::Gcs,
+            keeps_metadata: kind != Kind::Local,
+            metadata_on_multipart: kind != Kind::Azure,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Narrows the defaults with facts: `etag_is_md5` (the catalog's `single_part_etag_is_md5`,
+    /// or the probe's finding), `checks_md5` (the probe's `content_md5_checked`), `metadata`
+    /// (the probe's `user_metadata`). `None` keeps the default; a fact can only take a
+    /// capability away (nothing is trusted beyond what the kind documents).
+    pub fn refine(
+        &mut self,
+        source: &str,
+        etag_is_md5: Option<bool>,
+        checks_md5: Option<bool>,
+        metadata: Option<bool>,
+    ) {
+        if etag_is_md5 == Some(false)
+            && (self.put_etag_is_md5 || self.multipart_etag_is_md5_of_parts)
+        {
+            self.put_etag_is_md5 = false;
+            self.multipart_etag_is_md5_of_parts = false;
+            self.notes
+                .push(format!("{source}: single-part ETags are not MD5s"));
+        }
+        if checks_md5 == Some(false) && self.checks_content_md5 {
+            self.checks_content_md5 = false;
+            self.notes
+                .push(format!("{source}: a wrong Content-MD5 is not refused"));
+        }
+        if metadata == Some(false) && self.keeps_metadata {
+            self.keeps_metadata = false;
+            self.metadata_on_multipart = false;
+            self.notes
+                .push(format!("{source}: user metadata is not kept"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_only_take_capabilities_away() {
+        let mut c = Capabilities::for_kind(Kind::S3);
+        c.refine("probe", Some(true), Some(true), Some(true));
+        assert_eq!(c, Capabilities::for_kind(Kind::S3));
+        c.refine("catalog", Some(false), None, None);
+        assert!(!c.put_etag_is_md5 && !c.multipart_etag_is_md5_of_parts);
+        c.refine("probe", None, Some(false), Some(false));
+        assert!(!c.checks_content_md5 && !c.keeps_metadata);
+        assert_eq!(c.notes.len(), 3);
+        let mut a = Capabilities::for_kind(Kind::Azure);
+        a.refine("probe", Some(true), Some(true), None);
+        assert!(!a.put_etag_is_md5 && !a.checks_content_md5, "never granted");
+    }
+}
