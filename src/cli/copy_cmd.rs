@@ -282,10 +282,7 @@ fn drive(
     let journal = if r.opts.dry_run {
         None
     } else {
-        Some(
-            Journal::open(&r.journal_path, &src.shown(), &dst.shown())
-                .map_err(|e| CliError::Failure(e.to_string()))?,
-        )
+        Some(Journal::open(&r.journal_path, &src.shown(), &dst.shown())?)
     };
     let src_shown = src.shown();
     let dst_shown = dst.shown();
@@ -330,7 +327,7 @@ fn drive(
         progress.finish();
         res
     });
-    let report = report.map_err(|e| CliError::Failure(e.to_string()))?;
+    let report = report?;
     let vs = plan.and_then(|p| against_plan(&report, p, catalog));
     if json {
         let mut v: serde_json::Value =
@@ -348,12 +345,32 @@ fn drive(
             eprint!("{}", vs.text());
         }
     }
+    if let Some(m) = credentials_refused(&report, &src_shown, &dst_shown) {
+        eprintln!("moverctl: error: {m}");
+    }
     Ok(if report.interrupted {
         Exit::Interrupted
+    } else if report.auth_failures() > 0 {
+        Exit::Credentials
     } else if !report.failed.is_empty() || !report.refused.is_empty() {
         Exit::Partial
     } else {
         Exit::Success
+    })
+}
+
+/// When objects failed because a store refused the credentials (the run exits 4, not 3): what
+/// to say, naming the locations (never a value).
+pub(super) fn credentials_refused(r: &Report, src: &str, dst: &str) -> Option<String> {
+    let n = r.auth_failures();
+    (n > 0).then(|| {
+        format!(
+            "{n} of {} failed objects failed because the store refused the credentials ({src} -> {dst}); \
+             the failures name the request that was refused. Check the credentials of that location \
+             (its remote's *_env variables or profile, or the AWS_*, GOOGLE_* or AZURE_* variables) \
+             and run again to resume",
+            r.failed.len()
+        )
     })
 }
 
@@ -427,6 +444,28 @@ fn summary_json(r: &Report, plan: Option<&PlanFile>) -> String {
     .to_string()
 }
 
+/// `verified: source-md5+dest-md5: 3, …` (labels in order), or nothing when none was copied.
+fn verified_line(r: &Report) -> String {
+    if r.verified_by.is_empty() {
+        return String::new();
+    }
+    let v: Vec<String> = r
+        .verified_by
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    format!("verified: {}\n", v.join(", "))
+}
+
+/// Objects whose destination was checked by size only.
+fn size_only(r: &Report) -> u64 {
+    r.verified_by
+        .iter()
+        .filter(|(k, _)| k.write == crate::transfer::WriteCheck::DestSize)
+        .map(|(_, v)| v)
+        .sum()
+}
+
 fn summary_text(
     r: &Report,
     src: &str,
@@ -481,14 +520,7 @@ fn summary_text(
         let reasons: Vec<String> = r.reasons.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         out.push_str(&format!("why: {}\n", reasons.join(", ")));
     }
-    if !r.verified_by.is_empty() {
-        let v: Vec<String> = r
-            .verified_by
-            .iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect();
-        out.push_str(&format!("verified: {}\n", v.join(", ")));
-    }
+    out.push_str(&verified_line(r));
     out.push_str(&format!(
         "requests: LIST {} + {}, GET {}, PUT {} (parts and multipart calls included), HEAD {}{}\n",
         r.requests_list_src,
@@ -540,12 +572,7 @@ fn summary_text(
     for f in r.refused.iter().take(20) {
         out.push_str(&format!("refused: {:?}: {}\n", f.key, f.error));
     }
-    let size_only: u64 = r
-        .verified_by
-        .iter()
-        .filter(|(k, _)| k.ends_with("+dest-size"))
-        .map(|(_, v)| v)
-        .sum();
+    let size_only = size_only(r);
     if size_only > 0 {
         out.push_str(&format!(
             "! {size_only} objects were checked at the destination by size only (its ETags are not content hashes); \
@@ -865,12 +892,10 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
             path.display()
         )));
     }
-    let j = Journal::open_existing(&path).map_err(|e| CliError::Failure(e.to_string()))?;
+    let j = Journal::open_existing(&path)?;
     let (src, dst) = (j.source().to_string(), j.destination().to_string());
-    let s = j.summary().map_err(|e| CliError::Failure(e.to_string()))?;
-    let open = j
-        .open_uploads()
-        .map_err(|e| CliError::Failure(e.to_string()))?;
+    let s = j.summary()?;
+    let open = j.open_uploads()?;
     if args.json {
         println!(
             "{}",
@@ -910,4 +935,52 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
     );
     println!("journal      {}", path.display());
     Ok(Exit::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transfer::{ReadCheck as R, Verification, WriteCheck as W};
+
+    fn report() -> Report {
+        let mut r = Report::default();
+        for (read, write, n) in [
+            (R::SourceSize, W::DestSize, 2),
+            (R::SourceMd5, W::DestMultipartEtag, 3),
+            (R::SourceCrc64, W::DestSize, 1),
+            (R::SourceMd5, W::DestMd5, 4),
+            (R::SourcePartsEtag, W::ReadbackCrc64, 5),
+        ] {
+            r.verified_by.insert(Verification::new(read, write), n);
+        }
+        r
+    }
+
+    /// The typed labels print exactly as the strings did (text summary, JSON summary, events).
+    #[test]
+    fn verification_labels_print_as_before() {
+        let r = report();
+        assert_eq!(
+            verified_line(&r),
+            "verified: source-crc64+dest-size: 1, source-md5+dest-md5: 4, \
+             source-md5+dest-multipart-etag: 3, source-parts-etag+readback-crc64: 5, \
+             source-size+dest-size: 2\n"
+        );
+        assert_eq!(size_only(&r), 3);
+        let v: serde_json::Value = serde_json::from_str(&summary_json(&r, None)).unwrap();
+        assert_eq!(
+            v["verified_by"].to_string(),
+            r#"{"source-crc64+dest-size":1,"source-md5+dest-md5":4,"source-md5+dest-multipart-etag":3,"source-parts-etag+readback-crc64":5,"source-size+dest-size":2}"#
+        );
+        let ev = Event::Copied {
+            key: "k".into(),
+            bytes: 3,
+            verified_by: Verification::new(R::SourceSize, W::DestContentMd5),
+        };
+        assert_eq!(
+            event_json(&ev),
+            r#"{"bytes":3,"event":"copied","key":"k","verified_by":"source-size+dest-content-md5"}"#
+        );
+        assert_eq!(verified_line(&Report::default()), "");
+    }
 }

@@ -16,6 +16,8 @@ pub enum Exit {
     /// The command ran to the end, but some objects could not be handled; it says which.
     Partial = 3,
     /// Credentials are missing or refused; the message names the variable or profile needed.
+    /// Also a run in which any object failed because a store refused the credentials (it wins
+    /// over `Partial`: fixing the credentials is what the next run needs).
     Credentials = 4,
     /// `sync --delete`: more deletions than `--max-delete` allows, or the source listed no object
     /// and `--allow-empty-source` was not given; nothing was deleted.
@@ -43,7 +45,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         4,
-        "credentials missing or refused: the message names the variable, profile or file that would satisfy it",
+        "credentials missing or refused: the message names the variable, profile or file that would satisfy it; also when a copy, exec or sync run ends with any object failed because a store refused the credentials (wins over 3; the failures are named, the copies made are kept, sync deletes nothing)",
     ),
     (
         5,

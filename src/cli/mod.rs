@@ -113,6 +113,11 @@ pub enum CliError {
     /// Another run holds the sync lock.
     #[error("{0}")]
     Locked(String),
+    /// A copy or sync run that stopped (a listing failed, the journal could not be written).
+    #[error(transparent)]
+    Run(#[from] crate::transfer::RunError),
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
     #[error("{0}")]
     Failure(String),
 }
@@ -133,12 +138,11 @@ impl CliError {
                 | crate::store::OpenError::Overlap(_),
             ) => Exit::BadInput,
             CliError::Open(_) => Exit::Failure,
-            CliError::List(crate::store::list::ListError::Store { source, .. })
-                if is_auth(source) =>
-            {
-                Exit::Credentials
-            }
-            CliError::List(_) => Exit::Failure,
+            CliError::List(e) => list_exit(e),
+            CliError::Run(crate::transfer::RunError::Diff(
+                crate::transfer::diff::DiffError::List(e),
+            )) => list_exit(e),
+            CliError::Run(_) | CliError::Journal(_) => Exit::Failure,
             CliError::Probe(e) if e.is_auth() => Exit::Credentials,
             CliError::Probe(crate::probe::ProbeError::Interrupted { .. }) => Exit::Interrupted,
             CliError::Probe(_) => Exit::Failure,
@@ -148,8 +152,16 @@ impl CliError {
     }
 }
 
-fn is_auth(e: &object_store::Error) -> bool {
-    crate::store::is_auth_error(e)
+/// A listing the store refused for its credentials is exit 4; any other listing failure, 1.
+fn list_exit(e: &crate::store::list::ListError) -> Exit {
+    match e {
+        crate::store::list::ListError::Store { source, .. }
+            if crate::store::is_auth_error(source) =>
+        {
+            Exit::Credentials
+        }
+        _ => Exit::Failure,
+    }
 }
 
 /// On the first Ctrl-C, says `message` and sets `stop` (objects in flight finish and are
@@ -222,5 +234,45 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
             let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
             copy_cmd::run_status(&remotes, args)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::list::ListError;
+    use crate::transfer::RunError;
+    use crate::transfer::diff::DiffError;
+
+    fn listing(source: object_store::Error) -> CliError {
+        CliError::Run(RunError::Diff(DiffError::List(ListError::Store {
+            location: "garage:b/p".into(),
+            source,
+        })))
+    }
+
+    /// A run error keeps its type to the exit code: a listing refused for its credentials is 4
+    /// (it was 1 when the run error became text), anything else a run or journal hits is 1.
+    #[test]
+    fn run_and_journal_errors_choose_the_exit_code_by_type() {
+        let denied = object_store::Error::PermissionDenied {
+            path: "p".into(),
+            source: "the store answered LIST with 403".into(),
+        };
+        assert_eq!(listing(denied).exit(), Exit::Credentials);
+        let broken = object_store::Error::Generic {
+            store: "S3",
+            source: "connection reset".into(),
+        };
+        assert_eq!(listing(broken).exit(), Exit::Failure);
+        let journal = || crate::journal::JournalError::Db {
+            path: "j".into(),
+            message: "disk full".into(),
+        };
+        assert_eq!(
+            CliError::Run(RunError::Journal(journal())).exit(),
+            Exit::Failure
+        );
+        assert_eq!(CliError::Journal(journal()).exit(), Exit::Failure);
     }
 }

@@ -413,13 +413,12 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
     let json = res.json;
     let quiet = args.quiet;
     let (src_shown, dst_shown) = (src.shown(), dst.shown());
-    let fail = |e: crate::journal::JournalError| CliError::Failure(e.to_string());
     // A dry run reads the journal when there is one (so it decides as the real run would) but
     // never creates one.
     let journal = if dry_run && !res.journal_path.exists() {
         None
     } else {
-        Some(Journal::open(&res.journal_path, &src_shown, &dst_shown).map_err(fail)?)
+        Some(Journal::open(&res.journal_path, &src_shown, &dst_shown).map_err(CliError::Journal)?)
     };
     let policy = DeletePolicy {
         delete: args.delete,
@@ -436,7 +435,7 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
     } else {
         Candidates::in_journal(&res.journal_path, policy)
     }
-    .map_err(fail)?;
+    .map_err(CliError::Journal)?;
     let join = JoinPolicy {
         dest_only: true,
         compare_md5_etags: src.caps.put_etag_is_md5 && dst.caps.put_etag_is_md5,
@@ -479,8 +478,7 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
                 },
                 |e| candidates.push(e),
             )
-            .await
-            .map_err(|e| CliError::Failure(e.to_string()))?;
+            .await?;
         let copy_ok = !report.interrupted && report.failed.is_empty() && report.refused.is_empty();
         let deletes = candidates
             .finish(&dst, copy_ok, report.src_objects, report.dest_objects, |key, bytes, fate| {
@@ -513,12 +511,14 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
                 }
             })
             .await
-            .map_err(fail)?;
+            .map_err(CliError::Journal)?;
         Ok::<_, CliError>((report, deletes))
     })?;
     let cost = price(src_pricing, dst_pricing, &report, &deletes);
     let exit = if report.interrupted {
         Exit::Interrupted
+    } else if report.auth_failures() > 0 {
+        Exit::Credentials
     } else if !report.failed.is_empty() || !report.refused.is_empty() || !deletes.failed.is_empty()
     {
         Exit::Partial
@@ -667,6 +667,9 @@ fn messages(
     }
     for (_, e) in d.failed.iter().take(20) {
         problems.push(format!("delete failed: {e}"));
+    }
+    if let Some(m) = super::copy_cmd::credentials_refused(r, src, dst) {
+        problems.push(format!("error: {m}"));
     }
     if r.no_source_digest > 0 {
         info.push(format!(

@@ -424,10 +424,7 @@ fn transient(e: &object_store::Error) -> bool {
     if text.contains("list response body") || text.contains("invalid list response") {
         return true;
     }
-    text.split("status code: ")
-        .skip(1)
-        .filter_map(|rest| rest.get(..3)?.parse::<u16>().ok())
-        .any(retry::retryable_status)
+    super::error::http_status(e).is_some_and(retry::retryable_status)
 }
 
 /// Whether an empty object listed by object_store (which drops a trailing '/') is really a

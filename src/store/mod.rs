@@ -6,6 +6,7 @@
 pub mod caps;
 pub mod config;
 pub mod creds;
+pub mod error;
 pub mod http;
 pub mod list;
 pub mod local;
@@ -13,6 +14,8 @@ pub mod location;
 pub mod overlap;
 pub mod retry;
 pub mod s3list;
+
+pub use error::StoreErrorKind;
 
 use config::{Remote, Remotes};
 use location::{Location, LocationError};
@@ -545,26 +548,8 @@ fn check_local(root: &std::path::Path, shown: &str, role: Role) -> Result<(), Op
     }
 }
 
-/// Whether a store error means the credentials were missing, wrong or not allowed. object_store
-/// reports typed errors for some stores and a generic error carrying the HTTP status for others,
-/// so both are recognised.
+/// Whether a store error means the credentials were missing, wrong or not allowed (see
+/// [`error::StoreErrorKind`]).
 pub fn is_auth_error(e: &object_store::Error) -> bool {
-    if matches!(
-        e,
-        object_store::Error::Unauthenticated { .. } | object_store::Error::PermissionDenied { .. }
-    ) {
-        return true;
-    }
-    let text = e.to_string();
-    [
-        "401 Unauthorized",
-        "403 Forbidden",
-        "AccessDenied",
-        "InvalidAccessKeyId",
-        "SignatureDoesNotMatch",
-        "AuthenticationFailed",
-        "AuthorizationFailure",
-    ]
-    .iter()
-    .any(|m| text.contains(m))
+    StoreErrorKind::of(e) == StoreErrorKind::Auth
 }

@@ -14,6 +14,7 @@
 //! byte count is checked (`source-size`).
 
 use super::copy::CopyError;
+use super::verification::ReadCheck;
 use crate::checksum;
 use crate::store::http::DigestHeaders;
 use crc_fast::{CrcAlgorithm, Digest as Crc};
@@ -63,11 +64,11 @@ impl Claims {
         }
     }
 
-    /// Compares the bytes' digests with every claim; the label of the first claim checked, or
-    /// `source-size` when there was none.
-    pub fn check(&self, crc64: u64, ordered: Option<&Ordered>) -> Result<&'static str, CopyError> {
+    /// Compares the bytes' digests with every claim; the first claim checked, or
+    /// [`ReadCheck::SourceSize`] when there was none.
+    pub fn check(&self, crc64: u64, ordered: Option<&Ordered>) -> Result<ReadCheck, CopyError> {
         let mut label = None;
-        let mut hit = |l: &'static str| {
+        let mut hit = |l: ReadCheck| {
             label.get_or_insert(l);
         };
         let bad = |what: &str| {
@@ -80,33 +81,33 @@ impl Claims {
             if c != crc64 {
                 return bad("the CRC64 stored with it");
             }
-            hit("source-crc64");
+            hit(ReadCheck::SourceCrc64);
         }
         if let Some(m) = self.md5 {
             if ordered.and_then(|o| o.md5) != Some(m) {
                 return bad("its own MD5");
             }
-            hit("source-md5");
+            hit(ReadCheck::SourceMd5);
         }
         if let Some((_, etag)) = &self.parts_etag {
             if ordered.and_then(|o| o.parts_etag.as_deref()) != Some(etag.as_str()) {
                 return bad("its multipart ETag");
             }
-            hit("source-parts-etag");
+            hit(ReadCheck::SourcePartsEtag);
         }
         if let Some(c) = self.crc64_stored {
             if c != crc64 {
                 return bad("the CRC64 the store keeps for it");
             }
-            hit("source-checksum");
+            hit(ReadCheck::SourceChecksum);
         }
         if let Some(c) = self.crc32c {
             if ordered.and_then(|o| o.crc32c) != Some(c) {
                 return bad("its CRC32C");
             }
-            hit("source-crc32c");
+            hit(ReadCheck::SourceCrc32c);
         }
-        Ok(label.unwrap_or("source-size"))
+        Ok(label.unwrap_or(ReadCheck::SourceSize))
     }
 }
 
@@ -211,7 +212,7 @@ mod tests {
             let o = h.finish();
             assert_eq!(
                 claims.check(checksum::crc64_of(&data), Some(&o)).unwrap(),
-                "source-parts-etag"
+                ReadCheck::SourcePartsEtag
             );
         }
         let mut flipped = data.clone();
@@ -246,7 +247,7 @@ mod tests {
         let o = h.finish();
         assert_eq!(
             claims.check(checksum::crc64_of(data), Some(&o)).unwrap(),
-            "source-crc64"
+            ReadCheck::SourceCrc64
         );
         assert!(
             claims
@@ -258,6 +259,9 @@ mod tests {
             ..Default::default()
         };
         assert!(wrong.check(0, Some(&o)).is_err());
-        assert_eq!(Claims::default().check(0, None).unwrap(), "source-size");
+        assert_eq!(
+            Claims::default().check(0, None).unwrap(),
+            ReadCheck::SourceSize
+        );
     }
 }

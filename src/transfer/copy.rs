@@ -12,14 +12,15 @@
 //! A mismatch is an error: the object is retried by the engine, never recorded as done.
 
 use super::claims::{self, Claims, InOrder};
+use super::verification::{ReadCheck, Verification, WriteCheck};
 use super::{CopyOptions, Counters, Verify};
 use crate::catalog::parts::{Upload, part_plan};
 use crate::checksum::{self, Digests, Hasher, META_CRC64, META_SIZE, META_SRC_ETAG};
 use crate::journal::{Journal, ObjectRecord, PartRecord, State};
 use crate::limit::Limits;
-use crate::store::Store;
 use crate::store::http::{Capture, DigestHeaders};
 use crate::store::list::Entry;
+use crate::store::{Store, StoreErrorKind};
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use object_store::multipart::PartId;
@@ -73,28 +74,27 @@ impl CopyError {
             | CopyError::Journal(_) => false,
         }
     }
-}
 
-fn store_err(what: &'static str) -> impl Fn(object_store::Error) -> CopyError {
-    move |source| match source {
-        object_store::Error::Precondition { .. } => CopyError::SourceChanged,
-        // The server compared the body with the Content-MD5 moverctl sent and refused it.
-        source if is_digest_refusal(&source) => CopyError::Mismatch(format!(
-            "{what}: the store received different bytes than were sent (it refused their MD5)"
-        )),
-        source => CopyError::Store { what, source },
+    /// What kind of store error ended the copy (None: not a store's answer, e.g. a mismatch
+    /// moverctl found, a local read, the journal).
+    pub fn kind(&self) -> Option<StoreErrorKind> {
+        match self {
+            CopyError::Store { source, .. } => Some(StoreErrorKind::of(source)),
+            CopyError::SourceChanged => Some(StoreErrorKind::PreconditionFailed),
+            _ => None,
+        }
     }
 }
 
-fn is_digest_refusal(e: &object_store::Error) -> bool {
-    let t = e.to_string();
-    [
-        "<Code>BadDigest</Code>",
-        "<Code>InvalidDigest</Code>",
-        "Md5Mismatch",
-    ]
-    .iter()
-    .any(|m| t.contains(m))
+fn store_err(what: &'static str) -> impl Fn(object_store::Error) -> CopyError {
+    move |source| match StoreErrorKind::of(&source) {
+        StoreErrorKind::PreconditionFailed => CopyError::SourceChanged,
+        // The server compared the body with the Content-MD5 moverctl sent and refused it.
+        StoreErrorKind::DigestRefused => CopyError::Mismatch(format!(
+            "{what}: the store received different bytes than were sent (it refused their MD5)"
+        )),
+        _ => CopyError::Store { what, source },
+    }
 }
 
 /// What a verified copy produced.
@@ -102,7 +102,7 @@ fn is_digest_refusal(e: &object_store::Error) -> bool {
 pub struct Outcome {
     pub digests: Digests,
     pub dst_etag: Option<String>,
-    pub verified_by: String,
+    pub verified_by: Verification,
     pub parts: u64,
     pub upload_id: Option<String>,
     pub part_size: Option<u64>,
@@ -185,8 +185,11 @@ type Seen = Arc<Mutex<Claims>>;
 
 /// The read side's label, unless `--verify strict` refuses an object whose cloud source stated
 /// no digest at all.
-fn require_digest(ctx: &Ctx, label: &'static str) -> Result<&'static str, CopyError> {
-    if label == "source-size" && ctx.opts.verify == Verify::Strict && !ctx.src.caps.in_process {
+fn require_digest(ctx: &Ctx, label: ReadCheck) -> Result<ReadCheck, CopyError> {
+    if label == ReadCheck::SourceSize
+        && ctx.opts.verify == Verify::Strict
+        && !ctx.src.caps.in_process
+    {
         return Err(CopyError::NoSourceDigest);
     }
     Ok(label)
@@ -398,13 +401,21 @@ async fn raw_head(
     } else {
         "reading the source's digests (HEAD)"
     };
-    let generic = |msg: String| CopyError::Store {
+    // The last status answered stays a value (see store::error), not only text.
+    let generic = |msg: String, status: Option<u16>| CopyError::Store {
         what,
         source: object_store::Error::Generic {
             store: "S3",
-            source: msg.into(),
+            source: match status {
+                Some(status) => Box::new(crate::store::error::HttpStatus {
+                    status,
+                    message: msg,
+                }),
+                None => msg.into(),
+            },
         },
     };
+    let mut last_status: Option<u16>;
     let mut backoff = Backoff::with_window(ctx.src.retry_window);
     loop {
         // Signed anew for each attempt (a signature is only valid for a while).
@@ -427,6 +438,7 @@ async fn raw_head(
             req = req.header("if-match", e.as_str());
         }
         // A reqwest error would print the presigned URL (a signature): only its kind is kept.
+        last_status = None;
         let failure = match req.send().await {
             Ok(resp) => {
                 let status = resp.status().as_u16();
@@ -452,8 +464,11 @@ async fn raw_head(
                             },
                         });
                     }
-                    s if retryable_status(s) => format!("the store answered {s}"),
-                    s => return Err(generic(format!("the store answered {s}"))),
+                    s if retryable_status(s) => {
+                        last_status = Some(s);
+                        format!("the store answered {s}")
+                    }
+                    s => return Err(generic(format!("the store answered {s}"), Some(s))),
                 }
             }
             Err(e) if e.is_timeout() => "the request timed out".to_string(),
@@ -461,11 +476,14 @@ async fn raw_head(
             Err(_) => "the connection broke".to_string(),
         };
         if !backoff.wait().await {
-            return Err(generic(format!(
-                "{failure}; gave up after {} retries over {:.0?}",
-                backoff.retries(),
-                backoff.elapsed()
-            )));
+            return Err(generic(
+                format!(
+                    "{failure}; gave up after {} retries over {:.0?}",
+                    backoff.retries(),
+                    backoff.elapsed()
+                ),
+                last_status,
+            ));
         }
     }
 }
@@ -588,7 +606,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
             ));
         }
         Some(_) if ctx.opts.verify != Verify::Readback && !ctx.dst.caps.in_process => {
-            "dest-md5".to_string()
+            WriteCheck::DestMd5
         }
         // The store checked the Content-MD5 sent with the body and accepted it, but its answer
         // holds no MD5 to compare (an SSE-KMS or SSE-C object on S3).
@@ -596,7 +614,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
             && ctx.dst.caps.checks_content_md5
             && d.md5.is_some() =>
         {
-            "dest-content-md5".to_string()
+            WriteCheck::DestContentMd5
         }
         _ => match verify_after_write(ctx, src, &path, d.crc64, None).await {
             Ok(w) => w,
@@ -611,7 +629,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     Ok(Outcome {
         digests: d,
         dst_etag: res.e_tag,
-        verified_by: format!("{read_side}+{write_side}"),
+        verified_by: Verification::new(read_side, write_side),
         parts: 0,
         upload_id: None,
         part_size: None,
@@ -644,7 +662,7 @@ async fn verify_after_write(
     path: &object_store::path::Path,
     crc: u64,
     crc32c: Option<u32>,
-) -> Result<String, CopyError> {
+) -> Result<WriteCheck, CopyError> {
     // In-process destinations (folders, memory) are read back: it costs no requests.
     if ctx.opts.verify == Verify::Readback || ctx.dst.caps.in_process {
         if !ctx.dst.caps.in_process {
@@ -667,7 +685,7 @@ async fn verify_after_write(
                 "the destination reads back different bytes".into(),
             ));
         }
-        return Ok("readback-crc64".into());
+        return Ok(WriteCheck::ReadbackCrc64);
     }
     ctx.counters.head.fetch_add(1, Relaxed);
     let cap = Capture::default();
@@ -697,11 +715,11 @@ async fn verify_after_write(
                 "the destination's CRC32C is {got:08x}, the bytes sent hash to {want:08x}"
             )));
         }
-        return Ok("dest-crc32c".into());
+        return Ok(WriteCheck::DestCrc32c);
     }
     // The CRC in metadata is the one moverctl wrote, so it says nothing about the stored bytes:
     // without a content ETag or a read-back, only the size is verified on this side.
-    Ok("dest-size".into())
+    Ok(WriteCheck::DestSize)
 }
 
 /// Splits one streaming read of a whole object into parts, hashing each.
@@ -1066,7 +1084,7 @@ async fn copy_multipart(
                 abandon(ctx, &mp, &path, &id, &src.key, false).await;
                 return Err(e);
             }
-            "source-parts-etag"
+            ReadCheck::SourcePartsEtag
         }
         None => match claims
             .check(crc.unwrap_or(0), ordered.as_ref())
@@ -1092,7 +1110,7 @@ async fn copy_multipart(
     let crc = crc.unwrap_or(0);
     let mut write_side = None;
     if block_md5 && !blocks_unchecked.load(Relaxed) && ctx.opts.verify != Verify::Readback {
-        write_side = Some("dest-block-md5".to_string());
+        write_side = Some(WriteCheck::DestBlockMd5);
     }
     let answer = cap.take();
     let comparable = etag_can_be_md5(&ctx.dst.caps, answer.as_ref(), true);
@@ -1105,7 +1123,7 @@ async fn copy_multipart(
     {
         // Every part went with a Content-MD5 the store checked; the ETag of an SSE-KMS or SSE-C
         // object says nothing more.
-        write_side = Some("dest-content-md5".to_string());
+        write_side = Some(WriteCheck::DestContentMd5);
     }
     if let (true, Some(etag), Some(all)) = (comparable, &res.e_tag, all_md5s) {
         let e = checksum::etag_norm(etag);
@@ -1117,7 +1135,7 @@ async fn copy_multipart(
                 ));
             }
             if ctx.opts.verify != Verify::Readback {
-                write_side = Some("dest-multipart-etag".to_string());
+                write_side = Some(WriteCheck::DestMultipartEtag);
             }
         }
     }
@@ -1140,7 +1158,7 @@ async fn copy_multipart(
             bytes: src.size,
         },
         dst_etag: res.e_tag,
-        verified_by: format!("{read_side}+{write_side}"),
+        verified_by: Verification::new(read_side, write_side),
         parts,
         upload_id: Some(id),
         part_size: Some(ranges[0].end - ranges[0].start),
@@ -1231,7 +1249,7 @@ async fn copy_multipart_streaming(
             bytes: src.size,
         },
         dst_etag: res.e_tag,
-        verified_by: format!("{read_side}+{write_side}"),
+        verified_by: Verification::new(read_side, write_side),
         parts: ranges.len() as u64,
         upload_id: None,
         part_size: Some(ranges[0].end - ranges[0].start),
@@ -1267,5 +1285,44 @@ async fn abandon(
     }
     if let Some(j) = &ctx.journal {
         let _ = j.lock().expect("journal lock").forget(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generic(msg: &str) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: msg.to_string().into(),
+        }
+    }
+
+    /// A store's answer becomes a copy error by its kind, and the copy error keeps the kind.
+    #[test]
+    fn store_errors_become_copy_errors_by_kind() {
+        let e = store_err("writing")(generic(
+            "Server returned non-2xx status code: 400 Bad Request: <Error><Code>BadDigest</Code></Error>",
+        ));
+        assert!(matches!(e, CopyError::Mismatch(_)), "{e}");
+        assert_eq!(e.kind(), None);
+        let e = store_err("reading")(object_store::Error::Precondition {
+            path: "k".into(),
+            source: "412".into(),
+        });
+        assert!(matches!(e, CopyError::SourceChanged));
+        assert_eq!(e.kind(), Some(StoreErrorKind::PreconditionFailed));
+        let e = store_err("writing")(object_store::Error::PermissionDenied {
+            path: "k".into(),
+            source: "403".into(),
+        });
+        assert_eq!(e.kind(), Some(StoreErrorKind::Auth));
+        assert!(!e.retryable(), "a refusal is not tried again");
+        let e = store_err("writing")(generic(
+            "Server returned non-2xx status code: 503 Service Unavailable: <Code>SlowDown</Code>",
+        ));
+        assert_eq!(e.kind(), Some(StoreErrorKind::Throttled));
+        assert!(e.retryable());
     }
 }

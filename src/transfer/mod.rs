@@ -12,13 +12,14 @@ pub mod claims;
 pub mod copy;
 pub mod diff;
 pub mod sync;
+pub mod verification;
 
 use crate::catalog::Limits as StoreLimits;
 use crate::catalog::parts::PartRule;
 use crate::journal::{Journal, ObjectRecord, State};
 use crate::limit::Limits;
-use crate::store::Store;
 use crate::store::list::{Entry, list_counted, prefetch};
+use crate::store::{Store, StoreErrorKind};
 
 /// Listing entries buffered ahead of the join, per side (about two S3 pages).
 const LIST_AHEAD: usize = 2048;
@@ -29,6 +30,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+pub use verification::{ReadCheck, Verification, WriteCheck};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verify {
@@ -78,6 +80,8 @@ pub struct Counters {
 pub struct Failure {
     pub key: String,
     pub error: String,
+    /// The kind of store error that ended it (None: not a store's answer, or a refused key).
+    pub kind: Option<StoreErrorKind>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -91,7 +95,7 @@ pub struct Report {
     pub refused: Vec<Failure>,
     pub filtered: u64,
     /// How copied objects were verified: method → count.
-    pub verified_by: BTreeMap<String, u64>,
+    pub verified_by: BTreeMap<Verification, u64>,
     /// Objects copied from a cloud source that stated no digest for them (MD5, multipart ETag,
     /// stored checksum or moverctl metadata): their bytes were checked by size on the read side
     /// (`--verify strict` refuses them instead).
@@ -127,13 +131,23 @@ pub struct Report {
     pub dest_filtered: u64,
 }
 
+impl Report {
+    /// Objects that failed because a store refused the credentials (exit code 4).
+    pub fn auth_failures(&self) -> usize {
+        self.failed
+            .iter()
+            .filter(|f| f.kind == Some(StoreErrorKind::Auth))
+            .count()
+    }
+}
+
 /// One line of `--json` output per object, and what the progress display counts.
 #[derive(Debug, Clone)]
 pub enum Event {
     Copied {
         key: String,
         bytes: u64,
-        verified_by: String,
+        verified_by: Verification,
     },
     Skipped {
         key: String,
@@ -322,7 +336,11 @@ impl Run {
                         key: key.clone(),
                         reason: reason.clone(),
                     });
-                    report.refused.push(Failure { key, error: reason });
+                    report.refused.push(Failure {
+                        key,
+                        error: reason,
+                        kind: None,
+                    });
                     continue;
                 }
                 Joined::DestOnly(e) => {
@@ -504,14 +522,14 @@ fn tally(
         Ok(o) => {
             report.copied += 1;
             report.copied_bytes += entry.size;
-            if src_is_cloud && o.verified_by.starts_with("source-size+") {
+            if src_is_cloud && o.verified_by.read == ReadCheck::SourceSize {
                 report.no_source_digest += 1;
             }
-            *report.verified_by.entry(o.verified_by.clone()).or_default() += 1;
+            *report.verified_by.entry(o.verified_by).or_default() += 1;
             on_event(&Event::Copied {
                 key: entry.key.clone(),
                 bytes: entry.size,
-                verified_by: o.verified_by.clone(),
+                verified_by: o.verified_by,
             });
             batch.push(ObjectRecord {
                 key: entry.key,
@@ -522,7 +540,7 @@ fn tally(
                 crc64: Some(crate::checksum::crc64_hex(o.digests.crc64)),
                 md5: o.digests.md5.map(|m| crate::checksum::hex(&m)),
                 dst_etag: o.dst_etag,
-                verified_by: Some(o.verified_by),
+                verified_by: Some(o.verified_by.to_string()),
                 attempts,
                 error: None,
                 upload_id: o.upload_id,
@@ -531,6 +549,7 @@ fn tally(
         }
         Err(e) => {
             let error = e.to_string();
+            let kind = e.kind();
             on_event(&Event::Failed {
                 key: entry.key.clone(),
                 error: error.clone(),
@@ -539,6 +558,7 @@ fn tally(
             report.failed.push(Failure {
                 key: entry.key.clone(),
                 error: error.clone(),
+                kind,
             });
             // A failed multipart upload keeps its journal row (state copying) for resume.
             if !batch.keeps_upload(&entry.key) {
@@ -620,14 +640,30 @@ impl JournalBatch {
 }
 
 fn is_throttle(e: &CopyError) -> bool {
-    match e {
-        CopyError::Store { source, .. } => {
-            let t = source.to_string();
-            t.contains("503")
-                || t.contains("429")
-                || t.contains("SlowDown")
-                || t.contains("reduce your request rate")
-        }
-        _ => false,
+    e.kind() == Some(StoreErrorKind::Throttled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auth_failures_count_only_refused_credentials() {
+        let f = |kind| Failure {
+            key: "k".into(),
+            error: "e".into(),
+            kind,
+        };
+        let r = Report {
+            failed: vec![
+                f(Some(StoreErrorKind::Auth)),
+                f(Some(StoreErrorKind::Throttled)),
+                f(None),
+            ],
+            refused: vec![f(None)],
+            ..Default::default()
+        };
+        assert_eq!(r.auth_failures(), 1);
+        assert_eq!(Report::default().auth_failures(), 0);
     }
 }

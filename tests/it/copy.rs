@@ -300,7 +300,7 @@ async fn s3_to_gcs() {
 fn written_by(r: &Report, check: &str) -> u64 {
     r.verified_by
         .iter()
-        .filter(|(k, _)| k.rsplit('+').next() == Some(check))
+        .filter(|(k, _)| k.write.as_str() == check)
         .map(|(_, v)| v)
         .sum()
 }
@@ -613,7 +613,8 @@ async fn two_gib_object_local_to_s3() {
     assert!(r.failed.is_empty(), "{:?}", r.failed);
     assert_eq!(r.copied_bytes, size);
     assert_eq!(
-        r.verified_by.get("source-size+dest-multipart-etag"),
+        r.verified_by
+            .get(&"source-size+dest-multipart-etag".parse().unwrap()),
         Some(&1),
         "{:?}",
         r.verified_by
@@ -643,7 +644,7 @@ async fn second_hop_reads_are_checked_against_the_stored_crc() {
     let crc_checked: u64 = r
         .verified_by
         .iter()
-        .filter(|(k, _)| k.starts_with("source-crc64"))
+        .filter(|(k, _)| k.read == moverctl::transfer::ReadCheck::SourceCrc64)
         .map(|(_, v)| v)
         .sum();
     // Single-PUT objects carry the CRC (multipart uploads start before it is known).
@@ -685,7 +686,8 @@ async fn large_objects_are_read_with_one_get_or_one_per_part() {
         // 1 create + 4 parts + 1 complete per object.
         assert_eq!(r.requests_put, 2 * 6, "ranged={ranged}");
         assert_eq!(
-            r.verified_by.get("source-md5+dest-multipart-etag"),
+            r.verified_by
+                .get(&"source-md5+dest-multipart-etag".parse().unwrap()),
             Some(&2),
             "{:?}",
             r.verified_by

@@ -207,3 +207,113 @@ fn ls_of_a_local_folder_reports_refused_names_with_exit_3() {
         text(&o)
     );
 }
+
+const WRONG: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+
+/// A refused run says exit 4, names the remote (the locations) and prints no secret.
+fn assert_refused(o: &Output, s: &super::Servers) {
+    let t = text(o);
+    assert_eq!(o.status.code(), Some(4), "{t}");
+    assert!(t.contains("garage:") || t.contains("viaproxy:"), "{t}");
+    assert!(!t.contains(WRONG) && !t.contains(&s.secret), "{t}");
+}
+
+/// Issue 12: a wrong secret during `copy` (Garage answers 403 to the source's LIST) was exit 1:
+/// the run error reached the exit-code rules as text. Failed on the main of 2026-12-01.
+#[test]
+fn a_wrong_secret_during_copy_is_exit_4() {
+    let Some(s) = servers() else { return };
+    let (dir, conf, prefix) = seeded(&s);
+    let o = moverctl()
+        .args(["copy", "--config"])
+        .arg(&conf)
+        .arg(format!("garage:{}/{prefix}", s.bucket_a))
+        .arg(dir.path().join("out"))
+        .env("MOVERCTL_TEST_S3_SECRET", WRONG)
+        .output()
+        .unwrap();
+    assert_refused(&o, &s);
+}
+
+/// Issue 12: a wrong secret for `sync`'s destination (Garage answers 403 to its LIST) was exit
+/// 1. Failed on the main of 2026-12-01.
+#[test]
+fn a_wrong_secret_during_sync_is_exit_4() {
+    let Some(s) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("a"), "aaa").unwrap();
+    for json in [false, true] {
+        let mut c = moverctl();
+        c.args(["sync", "--config"])
+            .arg(&conf)
+            .arg(&src)
+            .arg(format!("garage:{}/{}", s.bucket_b, unique("creds-sync")))
+            .env("MOVERCTL_TEST_S3_SECRET", WRONG);
+        if json {
+            c.arg("--json");
+        }
+        let o = c.output().unwrap();
+        assert_refused(&o, &s);
+        if json {
+            let last = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .last()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .unwrap();
+            assert_eq!(last["exit_code"], 4, "{last}");
+        }
+    }
+}
+
+/// Issue 12: a destination that starts answering 403 AccessDenied mid-run (a key revoked) made
+/// `copy` and `sync` exit 3, like any partial run; the objects copied before are kept. Failed
+/// on the main of 2026-12-01.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_refused_mid_run_are_exit_4() {
+    use super::faults::proxy::{PFault, Proxy};
+    let Some(s) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for k in ["a", "b", "c", "d", "e", "f"] {
+        std::fs::write(src.join(k), format!("{k}{k}{k}")).unwrap();
+    }
+    for cmd in ["copy", "sync"] {
+        let proxy = Proxy::start(super::s3_upstream(&s)).await;
+        let conf = dir.path().join(format!("{cmd}.toml"));
+        std::fs::write(&conf, super::proxy_remote_toml(&s, &proxy.endpoint())).unwrap();
+        let p = unique("creds-revoked");
+        // Two PUTs succeed, then every PUT is refused.
+        proxy.add_after("PUT", &p, "", PFault::AccessDenied, 2, 1_000);
+        let mut c = moverctl();
+        c.args([cmd, "--transfers", "1", "--config"])
+            .arg(&conf)
+            .arg(&src)
+            .arg(format!("viaproxy:{}/{p}", s.bucket_b))
+            .arg("--journal")
+            .arg(dir.path().join(format!("{cmd}.sqlite")));
+        if cmd == "sync" {
+            c.args(["--delete", "--max-delete", "100%"]);
+        }
+        let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+            .await
+            .unwrap();
+        assert_refused(&o, &s);
+        let t = text(&o);
+        assert!(t.contains("refused the credentials"), "{t}");
+        assert_eq!(
+            proxy
+                .hits()
+                .iter()
+                .filter(|h| h.2 == PFault::AccessDenied)
+                .count(),
+            4,
+            "one refused PUT per object left (no retries of a refusal): {:?}",
+            proxy.hits()
+        );
+    }
+}

@@ -122,7 +122,7 @@ pub async fn go(src: &Store, dst: &Store, journal: &std::path::Path, o: CopyOpti
         Event::Copied {
             key, verified_by, ..
         } => {
-            copied.insert(key.clone(), verified_by.clone());
+            copied.insert(key.clone(), verified_by.to_string());
         }
         Event::Failed { key, error } => {
             failed.insert(key.clone(), error.clone());

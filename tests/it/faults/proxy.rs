@@ -38,6 +38,9 @@ pub enum PFault {
     BogusEtag,
     /// Answer `500 InternalError` with an S3 XML error body; the upstream never sees the request.
     ServerError,
+    /// Answer `403 AccessDenied` with an S3 XML error body (credentials revoked); the upstream
+    /// never sees the request.
+    AccessDenied,
     /// LIST: keep the first half of the answer's keys (at least one) and say the listing goes on
     /// after the last one kept, with a token Garage understands. Not a fault: a server with
     /// smaller pages (so that a listing of a few keys has several pages).
@@ -81,6 +84,8 @@ struct Rule {
     query_has: String,
     fault: PFault,
     left: u32,
+    /// Matching requests let through untouched before the rule fires.
+    pass: u32,
 }
 
 /// One request as the proxy saw it: (method, target, headers).
@@ -152,12 +157,26 @@ impl Proxy {
         fault: PFault,
         times: u32,
     ) -> &Proxy {
+        self.add_after(method, path_has, query_has, fault, 0, times)
+    }
+
+    /// As [`Proxy::add`], letting the first `pass` matching requests through untouched.
+    pub fn add_after(
+        &self,
+        method: &str,
+        path_has: &str,
+        query_has: &str,
+        fault: PFault,
+        pass: u32,
+        times: u32,
+    ) -> &Proxy {
         self.state.lock().unwrap().rules.push(Rule {
             method: method.into(),
             path_has: path_has.into(),
             query_has: query_has.into(),
             fault,
             left: times,
+            pass,
         });
         self
     }
@@ -214,6 +233,10 @@ fn take(st: &Mutex<State>, method: &str, target: &str) -> Option<PFault> {
             && path.contains(&r.path_has)
             && query.contains(&r.query_has)
     })?;
+    if r.pass > 0 {
+        r.pass -= 1;
+        return None;
+    }
     r.left -= 1;
     let f = r.fault;
     g.hits.push((method.into(), target.into(), f));
@@ -373,21 +396,21 @@ async fn serve(
     );
     let fault = take(&st, &method, &target);
     match fault {
-        Some(PFault::SlowDown | PFault::ServerError) => {
+        Some(PFault::SlowDown | PFault::ServerError | PFault::AccessDenied) => {
             drain(&mut client, body_len.saturating_sub(rest.len() as u64)).await?;
             let path = target.split('?').next().unwrap_or_default();
-            let (status, code, message) = if fault == Some(PFault::SlowDown) {
-                (
+            let (status, code, message) = match fault {
+                Some(PFault::SlowDown) => (
                     "503 Service Unavailable",
                     "SlowDown",
                     "Please reduce your request rate.",
-                )
-            } else {
-                (
+                ),
+                Some(PFault::AccessDenied) => ("403 Forbidden", "AccessDenied", "Access Denied"),
+                _ => (
                     "500 Internal Server Error",
                     "InternalError",
                     "We encountered an internal error. Please try again.",
-                )
+                ),
             };
             let body = format!(
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{message}</Message><Resource>{path}</Resource><RequestId>fault-proxy</RequestId></Error>"
