@@ -1,7 +1,19 @@
 //! moverctl: plan, price, run and verify large object-storage moves between clouds.
 //!
-//! Data flows one way: `catalog` (provider prices and limits) and a corpus description feed the pure
-//! `plan` module, which produces a plan file; the executor (later) reads that file.
+//! Data flows one way: `catalog` (provider prices and limits) and a corpus description feed the
+//! pure `plan` module, which produces a plan file; `transfer` runs a move (a plan's or a plain
+//! `SRC DST`) and `sync`'s mirror on top of it; `cli` resolves flags once and presents results.
+//!
+//! - `store`: a location opened through object_store, with its [`store::caps::Capabilities`]
+//!   (what it checks and reports, read by the executor instead of the store kind), one retry
+//!   policy ([`store::retry`]), typed error kinds ([`store::error`]), sorted listings that can
+//!   only end where the store's does ([`store::list`], [`store::s3list`]) and the overlap
+//!   refusal ([`store::overlap`]).
+//! - `transfer`: the decision table ([`transfer::diff::decide`]), one object's verified copy
+//!   ([`transfer::copy`], claims of the source in [`transfer::claims`], the typed
+//!   [`transfer::verification::Verification`]), the run ([`transfer::Run`]) and sync's guarded
+//!   delete phase ([`transfer::sync`]).
+//! - `journal`: resume state and every SQL statement on it.
 
 pub mod catalog;
 pub mod checksum;
