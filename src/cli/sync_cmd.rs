@@ -20,10 +20,7 @@ use crate::plan::model::{Ledger, price_ledger};
 use crate::store::config::{Remote, Remotes};
 use crate::store::location::Location;
 use crate::store::{Kind, Store};
-use crate::transfer::diff::JoinPolicy;
-use crate::transfer::sync::{
-    Candidates, DeletePolicy, DeleteReport, Fate, MaxDelete, MinDuration, Verdict,
-};
+use crate::transfer::sync::{DeletePolicy, DeleteReport, Fate, MaxDelete, MinDuration, Verdict};
 use crate::transfer::{Event, Report, Run};
 use crate::units::{fmt_bytes, fmt_duration};
 use clap::Args;
@@ -430,16 +427,6 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
         dry_run,
         concurrency: res.opts.transfers.max(1),
     };
-    let mut candidates = if dry_run {
-        Candidates::temporary(policy)
-    } else {
-        Candidates::in_journal(&res.journal_path, policy)
-    }
-    .map_err(CliError::Journal)?;
-    let join = JoinPolicy {
-        dest_only: true,
-        compare_md5_etags: src.caps.put_etag_is_md5 && dst.caps.put_etag_is_md5,
-    };
     let rt = super::runtime()?;
     let stop = Arc::new(AtomicBool::new(false));
     let out = std::io::stdout();
@@ -454,34 +441,31 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
         );
         let run = Run {
             src,
-            dst: dst.clone(),
+            dst,
             opts: res.opts.clone(),
             limits: res.limits.clone(),
             journal,
             stop,
         };
-        let report = run
-            .run_with(
-                join,
-                |ev| match ev {
-                    Event::WouldCopy { key, bytes, reason } if dry_run => {
-                        if json {
-                            print_line(event_json(ev));
-                        } else {
-                            print_line(format!("would copy   {key}  ({}, {reason})", fmt_bytes(*bytes)));
-                        }
+        let spill_in = (!dry_run).then_some(res.journal_path.as_path());
+        let (report, deletes) = crate::transfer::sync::run(
+            run,
+            policy,
+            spill_in,
+            |ev| match ev {
+                Event::WouldCopy { key, bytes, reason } if dry_run => {
+                    if json {
+                        print_line(event_json(ev));
+                    } else {
+                        print_line(format!("would copy   {key}  ({}, {reason})", fmt_bytes(*bytes)));
                     }
-                    Event::Failed { .. } | Event::Refused { .. } if json && dry_run => {
-                        print_line(event_json(ev))
-                    }
-                    _ => {}
-                },
-                |e| candidates.push(e),
-            )
-            .await?;
-        let copy_ok = !report.interrupted && report.failed.is_empty() && report.refused.is_empty();
-        let deletes = candidates
-            .finish(&dst, copy_ok, report.src_objects, report.dest_objects, |key, bytes, fate| {
+                }
+                Event::Failed { .. } | Event::Refused { .. } if json && dry_run => {
+                    print_line(event_json(ev))
+                }
+                _ => {}
+            },
+            |key, bytes, fate| {
                 if !dry_run {
                     return;
                 }
@@ -509,9 +493,9 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
                     let extra = if extra.is_empty() { extra } else { format!(", {extra}") };
                     print_line(format!("{verb} {key}  ({}{extra})", fmt_bytes(bytes)));
                 }
-            })
-            .await
-            .map_err(CliError::Journal)?;
+            },
+        )
+        .await?;
         Ok::<_, CliError>((report, deletes))
     })?;
     let cost = price(src_pricing, dst_pricing, &report, &deletes);

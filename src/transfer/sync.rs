@@ -1,6 +1,7 @@
-//! Sync's second phase: the keys only at the destination (deletion candidates), spilled to SQLite
-//! as the join passes them so memory does not grow with their number, then deleted only behind
-//! guards. Nothing is deleted unless every one of these holds:
+//! A sync run ([`run`]): the copy phase, then the keys only at the destination (deletion
+//! candidates), spilled to SQLite as the join passes them so memory does not grow with their
+//! number, then deleted only behind guards, all decided here from the run's own outcome (callers
+//! only present it). Nothing is deleted unless every one of these holds:
 //!
 //! 1. `--delete` was given;
 //! 2. the copy phase ran to its end with no failed and no refused object (a source key that could
@@ -32,6 +33,43 @@ use futures::stream::{self, StreamExt};
 use object_store::ObjectStoreExt;
 use rust_decimal::Decimal;
 use std::path::Path;
+
+/// A whole sync run, both phases: the copy phase, joined so that the keys only at the
+/// destination are spilled as deletion candidates (into the journal file `spill_in`, or a
+/// private temporary database when None: dry runs), then the delete phase under `policy`. Guard 2
+/// (nothing deleted after a copy phase that was interrupted or had a failed or refused object) is
+/// decided here from the copy phase's report. `on_event` sees every object of the copy phase,
+/// `on_fate` every candidate's fate.
+pub async fn run(
+    run: super::Run,
+    policy: DeletePolicy,
+    spill_in: Option<&Path>,
+    on_event: impl FnMut(&super::Event),
+    on_fate: impl FnMut(&str, u64, &Fate),
+) -> Result<(super::Report, DeleteReport), super::RunError> {
+    let mut candidates = match spill_in {
+        Some(journal) => Candidates::in_journal(journal, policy)?,
+        None => Candidates::temporary(policy)?,
+    };
+    // Two listed MD5 ETags prove equal or different content where both stores' ETags are MD5s.
+    let join = super::diff::JoinPolicy {
+        dest_only: true,
+        compare_md5_etags: run.src.caps.put_etag_is_md5 && run.dst.caps.put_etag_is_md5,
+    };
+    let dst = run.dst.clone();
+    let report = run.run_with(join, on_event, |e| candidates.push(e)).await?;
+    let copy_ok = !report.interrupted && report.failed.is_empty() && report.refused.is_empty();
+    let deletes = candidates
+        .finish(
+            &dst,
+            copy_ok,
+            report.src_objects,
+            report.dest_objects,
+            on_fate,
+        )
+        .await?;
+    Ok((report, deletes))
+}
 
 /// `--max-delete`: an absolute count or a percentage of the destination objects listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

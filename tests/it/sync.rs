@@ -858,3 +858,64 @@ async fn a_failed_run_still_prints_a_json_summary() {
     assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
     assert_eq!(v["deletes"]["deleted"], 0);
 }
+
+/// The delete guard "nothing is deleted after a copy phase with a failed object" belongs to the
+/// engine: a library caller of `transfer::sync::run` gets it with no flag handling of its own
+/// (before, the value it depends on was computed in `cli/sync_cmd.rs`).
+#[tokio::test]
+async fn the_engine_itself_suppresses_deletes_after_a_failed_copy() {
+    use super::faults::wrapper::{Fault, Op, Plan, faulty};
+    use moverctl::limit::Limits;
+    use moverctl::transfer::Run;
+    use moverctl::transfer::sync::{DeletePolicy, MaxDelete, Verdict};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let none = moverctl::store::config::Remotes::default();
+    let src = Store::open("memory://guard/", &none).unwrap();
+    let dst = Store::open("memory://guard/", &none).unwrap();
+    seed(&src, &[("a", 10), ("b", 20)]).await;
+    seed(&dst, &[("stale", 5)]).await;
+    let policy = || DeletePolicy {
+        delete: true,
+        max_delete: MaxDelete::Percent(Decimal::from(100)),
+        allow_empty_source: false,
+        allow_early_delete: false,
+        min_duration: None,
+        now: chrono::Utc::now(),
+        dry_run: false,
+        concurrency: 4,
+    };
+    let run = |src: Store| {
+        let mut opts = super::copy::options();
+        opts.retries = 0;
+        Run {
+            src,
+            dst: dst.clone(),
+            opts,
+            limits: Limits::unlimited(),
+            journal: None,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    };
+    let plan = Plan::new();
+    plan.add("b", Op::Get, Fault::Unavailable, 0, 100);
+    let (report, deletes) = moverctl::transfer::sync::run(
+        run(faulty(&src, &plan)),
+        policy(),
+        None,
+        |_| {},
+        |_, _, _| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.failed.len(), 1);
+    assert_eq!(deletes.verdict, Some(Verdict::Suppressed));
+    assert_eq!(super::keys_at(&dst).await, ["a", "stale"]);
+    let (report, deletes) =
+        moverctl::transfer::sync::run(run(src.clone()), policy(), None, |_| {}, |_, _, _| {})
+            .await
+            .unwrap();
+    assert!(report.failed.is_empty());
+    assert_eq!(deletes.verdict, Some(Verdict::Deleted));
+    assert_eq!(super::keys_at(&dst).await, ["a", "b"]);
+}
