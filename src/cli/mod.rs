@@ -4,8 +4,10 @@
 mod copy_cmd;
 pub mod exit;
 mod ls_cmd;
+mod metrics;
 mod plan_cmd;
 mod probe_cmd;
+mod progress;
 mod providers_cmd;
 pub mod stores;
 mod sync_cmd;

@@ -12,6 +12,7 @@
 use super::CliError;
 use super::copy_cmd::{EngineArgs, event_json, resolve, usage};
 use super::exit::Exit;
+use super::metrics::Metrics;
 use crate::catalog::{Catalog, Place, Provider};
 use crate::journal::Journal;
 use crate::lock::RunLock;
@@ -26,7 +27,7 @@ use crate::units::{fmt_bytes, fmt_duration};
 use clap::Args;
 use rust_decimal::Decimal;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -172,7 +173,7 @@ impl Pricing {
 
 /// What one run cost at list prices.
 #[derive(Debug, Clone, Default)]
-struct Cost {
+pub(super) struct Cost {
     egress: Usd,
     source_requests: Usd,
     destination_requests: Usd,
@@ -182,7 +183,7 @@ struct Cost {
 }
 
 impl Cost {
-    fn total(&self) -> Usd {
+    pub(super) fn total(&self) -> Usd {
         self.egress + self.source_requests + self.destination_requests + self.early_deletion
     }
 
@@ -387,11 +388,11 @@ struct SyncRun<'a> {
 }
 
 /// A finished run, for the summary and the metrics.
-struct Outcome {
-    report: Report,
-    deletes: DeleteReport,
-    cost: Cost,
-    exit: Exit,
+pub(super) struct Outcome {
+    pub(super) report: Report,
+    pub(super) deletes: DeleteReport,
+    pub(super) cost: Cost,
+    pub(super) exit: Exit,
 }
 
 fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
@@ -792,203 +793,6 @@ fn summary_json(
     })
 }
 
-/// The Prometheus textfile.
-struct Metrics {
-    path: PathBuf,
-    src: String,
-    dst: String,
-}
-
-/// A label value escaped for the text format.
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// The value of `name` (any labels) in a metrics file written earlier, as its exact text.
-fn previous_value(path: &Path, name: &str) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .find(|l| {
-            l.strip_prefix(name)
-                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
-        })
-        .and_then(|l| l.rsplit(' ').next())
-        .map(str::to_string)
-}
-
-fn unix_secs(t: std::time::SystemTime) -> Decimal {
-    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    Decimal::from(d.as_millis() as u64) / Decimal::from(1000)
-}
-
-impl Metrics {
-    fn write(
-        &self,
-        o: Option<&Outcome>,
-        exit: Exit,
-        started: std::time::SystemTime,
-        finished: std::time::SystemTime,
-    ) -> Result<(), CliError> {
-        const P: &str = "moverctl_sync_";
-        let labels = format!(
-            "{{src=\"{}\",dst=\"{}\"}}",
-            label(&self.src),
-            label(&self.dst)
-        );
-        let last_success = if exit == Exit::Success {
-            Some(unix_secs(finished).to_string())
-        } else {
-            previous_value(&self.path, &format!("{P}last_success_timestamp_seconds"))
-        };
-        let duration = finished
-            .duration_since(started)
-            .unwrap_or_default()
-            .as_millis() as u64;
-        let zero = Report::default();
-        let zd = DeleteReport::default();
-        let (r, d, cost) = match o {
-            Some(o) => (&o.report, &o.deletes, o.cost.total()),
-            None => (&zero, &zd, Usd::ZERO),
-        };
-        let rows: Vec<(&str, &str, String)> = vec![
-            (
-                "objects_copied",
-                "Objects copied (and verified) by the last run.",
-                r.copied.to_string(),
-            ),
-            (
-                "bytes_copied",
-                "Bytes copied by the last run.",
-                r.copied_bytes.to_string(),
-            ),
-            (
-                "objects_skipped",
-                "Objects unchanged at the last run.",
-                r.skipped.to_string(),
-            ),
-            (
-                "objects_failed",
-                "Objects that failed or were refused in the last run.",
-                (r.failed.len() + r.refused.len()).to_string(),
-            ),
-            (
-                "objects_deleted",
-                "Destination objects deleted by the last run.",
-                d.deleted.to_string(),
-            ),
-            (
-                "bytes_deleted",
-                "Bytes deleted by the last run.",
-                d.deleted_bytes.to_string(),
-            ),
-            (
-                "objects_delete_failed",
-                "Deletions that failed in the last run.",
-                d.failed.len().to_string(),
-            ),
-            (
-                "delete_candidates",
-                "Objects only at the destination, old enough to delete, at the last run.",
-                d.deletable.to_string(),
-            ),
-            (
-                "objects_kept_min_duration",
-                "Objects only at the destination kept because they are younger than the minimum storage duration.",
-                d.kept_young.to_string(),
-            ),
-            (
-                "delete_guard_tripped",
-                "1 when the last run stopped before deleting (--max-delete, or an empty source without --allow-empty-source).",
-                u8::from(matches!(
-                    d.verdict,
-                    Some(Verdict::GuardTripped | Verdict::EmptySource)
-                ))
-                .to_string(),
-            ),
-            (
-                "requests",
-                "Requests made by the last run (LIST at each end, GET, PUT, HEAD, DELETE).",
-                String::new(),
-            ),
-            (
-                "duration_seconds",
-                "Wall time of the last run.",
-                (Decimal::from(duration) / Decimal::from(1000)).to_string(),
-            ),
-            (
-                "estimated_cost_dollars",
-                "The last run's requests, egress and early-deletion fees at catalog list prices, in USD.",
-                cost.micros().to_string(),
-            ),
-            (
-                "last_run_timestamp_seconds",
-                "When the last run finished (Unix time).",
-                unix_secs(finished).to_string(),
-            ),
-            (
-                "last_success_timestamp_seconds",
-                "When the last successful run finished (Unix time).",
-                last_success.unwrap_or_else(|| "0".into()),
-            ),
-            (
-                "last_run_exit_code",
-                "Exit code of the last run (see moverctl --help).",
-                (exit as u8).to_string(),
-            ),
-        ];
-        let mut text = String::new();
-        for (name, help, value) in rows {
-            text.push_str(&format!(
-                "# HELP {P}{name} {help}\n# TYPE {P}{name} gauge\n"
-            ));
-            if name == "requests" {
-                let base = labels.trim_end_matches('}');
-                for (class, n) in [
-                    ("list_source", r.requests_list_src),
-                    ("list_destination", r.requests_list_dst),
-                    ("get", r.requests_get),
-                    ("put", r.requests_put),
-                    ("head", r.requests_head),
-                    ("delete", d.requests_delete),
-                ] {
-                    text.push_str(&format!("{P}{name}{base},class=\"{class}\"}} {n}\n"));
-                }
-            } else {
-                text.push_str(&format!("{P}{name}{labels} {value}\n"));
-            }
-        }
-        write_atomically(&self.path, &text)
-            .map_err(|e| CliError::Failure(format!("--metrics-file {}: {e}", self.path.display())))
-    }
-}
-
-/// Write to a temporary file in the same folder, then rename over the target: a reader (the
-/// textfile collector) sees the old file or the new one, never half of one.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| "metrics".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1010,22 +814,5 @@ mod tests {
         );
         assert_eq!(wire(Kind::Azure, "azure", "cool"), "Cool");
         assert_eq!(wire(Kind::Gcs, "gcp", "nearline"), "NEARLINE");
-    }
-
-    #[test]
-    fn metrics_files_are_replaced_whole_and_old_values_read_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("m.prom");
-        write_atomically(
-            &p,
-            "# HELP x y\nmoverctl_sync_last_success_timestamp_seconds{src=\"a\"} 12.5\n",
-        )
-        .unwrap();
-        assert_eq!(
-            previous_value(&p, "moverctl_sync_last_success_timestamp_seconds").as_deref(),
-            Some("12.5")
-        );
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }
