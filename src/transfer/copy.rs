@@ -787,33 +787,18 @@ impl Splitter {
     }
 }
 
-async fn copy_multipart(
+/// The multipart upload to continue: the one the journal knows for this exact source version and
+/// part size, with the parts it recorded (each is re-read and compared before reuse), or a new
+/// one, journaled at once. An upload started for another version (or part size) is aborted,
+/// never stitched.
+async fn resume_or_start(
     ctx: &Ctx,
+    mp: &Arc<dyn object_store::multipart::MultipartStore>,
+    path: &object_store::path::Path,
     src: &Entry,
     part_size: u64,
     parts: u64,
-) -> Result<Outcome, CopyError> {
-    let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
-        what: "destination key",
-        source: e.into(),
-    })?;
-    let ranges: Vec<Range<u64>> = (0..parts)
-        .map(|i| i * part_size..((i + 1) * part_size).min(src.size))
-        .collect();
-    let Some(mp) = ctx.dst.multipart.clone() else {
-        return copy_multipart_streaming(ctx, src, &path, ranges).await;
-    };
-    // One HEAD per large object says what the source claims (parts are read by range, and a
-    // ranged answer does not carry whole-object digests).
-    let mut claims = discover(ctx, src, true).await?;
-    // A source uploaded in parts of the size used here (a copy made by moverctl, or rclone with
-    // the same chunk size): its multipart ETag is checked from the part MD5s computed anyway,
-    // instead of hashing every byte a second time in order.
-    let same_layout = claims
-        .parts_etag
-        .take_if(|(size, _)| *size == part_size)
-        .map(|(_, etag)| etag);
-
+) -> Result<(String, Vec<Option<PartRecord>>), CopyError> {
     // Resume an upload the journal knows, if it is for this exact source version and part size.
     let mut done: Vec<Option<PartRecord>> = vec![None; parts as usize];
     let mut upload_id = None;
@@ -838,7 +823,7 @@ async fn copy_multipart(
         }
     }
     if let Some(old) = stale {
-        let _ = mp.abort_multipart(&path, &old).await;
+        let _ = mp.abort_multipart(path, &old).await;
         ctx.counters.aborted_uploads.fetch_add(1, Relaxed);
         if let Some(j) = &ctx.journal {
             j.lock().expect("journal lock").forget(&src.key)?;
@@ -855,7 +840,7 @@ async fn copy_multipart(
             };
             let id = mp
                 .create_multipart_opts(
-                    &path,
+                    path,
                     PutMultipartOptions {
                         attributes: attrs,
                         ..Default::default()
@@ -883,6 +868,38 @@ async fn copy_multipart(
             id
         }
     };
+
+    Ok((id, done))
+}
+
+async fn copy_multipart(
+    ctx: &Ctx,
+    src: &Entry,
+    part_size: u64,
+    parts: u64,
+) -> Result<Outcome, CopyError> {
+    let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
+        what: "destination key",
+        source: e.into(),
+    })?;
+    let ranges: Vec<Range<u64>> = (0..parts)
+        .map(|i| i * part_size..((i + 1) * part_size).min(src.size))
+        .collect();
+    let Some(mp) = ctx.dst.multipart.clone() else {
+        return copy_multipart_streaming(ctx, src, &path, ranges).await;
+    };
+    // One HEAD per large object says what the source claims (parts are read by range, and a
+    // ranged answer does not carry whole-object digests).
+    let mut claims = discover(ctx, src, true).await?;
+    // A source uploaded in parts of the size used here (a copy made by moverctl, or rclone with
+    // the same chunk size): its multipart ETag is checked from the part MD5s computed anyway,
+    // instead of hashing every byte a second time in order.
+    let same_layout = claims
+        .parts_etag
+        .take_if(|(size, _)| *size == part_size)
+        .map(|(_, etag)| etag);
+
+    let (id, done) = resume_or_start(ctx, &mp, &path, src, part_size, parts).await?;
 
     ctx.counters
         .in_flight
@@ -1097,19 +1114,66 @@ async fn copy_multipart(
             }
         },
     };
+    let crc = crc.unwrap_or(0);
+    let blocks_checked = block_md5 && !blocks_unchecked.load(Relaxed);
+    let (res, write_side) = complete_and_verify(
+        ctx,
+        &mp,
+        &path,
+        &id,
+        src,
+        part_ids,
+        &md5s,
+        (crc, crc32c),
+        blocks_checked,
+    )
+    .await?;
+    Ok(Outcome {
+        digests: Digests {
+            crc64: crc,
+            md5: None,
+            bytes: src.size,
+        },
+        dst_etag: res.e_tag,
+        verified_by: Verification::new(read_side, write_side),
+        parts,
+        upload_id: Some(id),
+        part_size: Some(ranges[0].end - ranges[0].start),
+    })
+}
+
+/// Completes a multipart upload whose parts are all uploaded and whose source side checked out,
+/// then proves the destination holds what was sent, with the strongest check its answer allows:
+/// Azure's block MD5s, the S3 multipart ETag (`md5(part md5s)-N`), the Content-MD5 the store
+/// checked on every part (SSE-KMS/SSE-C objects), else a HEAD or read-back. A completed object
+/// that fails the check is deleted and the upload forgotten.
+#[allow(clippy::too_many_arguments)]
+async fn complete_and_verify(
+    ctx: &Ctx,
+    mp: &Arc<dyn object_store::multipart::MultipartStore>,
+    path: &object_store::path::Path,
+    id: &str,
+    src: &Entry,
+    part_ids: Vec<PartId>,
+    md5s: &[Option<[u8; 16]>],
+    (crc, crc32c): (u64, Option<u32>),
+    blocks_checked: bool,
+) -> Result<(object_store::PutResult, WriteCheck), CopyError> {
     ctx.counters.put.fetch_add(1, Relaxed);
     let cap = Capture::default();
-    let res = match cap.scope(mp.complete_multipart(&path, &id, part_ids)).await {
+    let res = match cap
+        .scope(mp.complete_multipart(path, &id.to_string(), part_ids))
+        .await
+    {
         Ok(r) => r,
         Err(e) => {
             // The upload's state is unknown now; the next attempt starts a new one.
-            abandon(ctx, &mp, &path, &id, &src.key, false).await;
+            abandon(ctx, mp, path, id, &src.key, false).await;
             return Err(store_err("completing the multipart upload")(e));
         }
     };
-    let crc = crc.unwrap_or(0);
     let mut write_side = None;
-    if block_md5 && !blocks_unchecked.load(Relaxed) && ctx.opts.verify != Verify::Readback {
+    if blocks_checked && ctx.opts.verify != Verify::Readback {
         write_side = Some(WriteCheck::DestBlockMd5);
     }
     let answer = cap.take();
@@ -1127,9 +1191,9 @@ async fn copy_multipart(
     }
     if let (true, Some(etag), Some(all)) = (comparable, &res.e_tag, all_md5s) {
         let e = checksum::etag_norm(etag);
-        if e.contains('-') && e.ends_with(&format!("-{parts}")) {
+        if e.contains('-') && e.ends_with(&format!("-{}", md5s.len())) {
             if e != checksum::multipart_etag(&all) {
-                abandon(ctx, &mp, &path, &id, &src.key, true).await;
+                abandon(ctx, mp, path, id, &src.key, true).await;
                 return Err(CopyError::Mismatch(
                     "the destination's multipart ETag differs from the parts sent".into(),
                 ));
@@ -1141,28 +1205,17 @@ async fn copy_multipart(
     }
     let write_side = match write_side {
         Some(w) => w,
-        None => match verify_after_write(ctx, src, &path, crc, crc32c).await {
+        None => match verify_after_write(ctx, src, path, crc, crc32c).await {
             Ok(w) => w,
             Err(e) => {
                 if matches!(e, CopyError::Mismatch(_)) {
-                    abandon(ctx, &mp, &path, &id, &src.key, true).await;
+                    abandon(ctx, mp, path, id, &src.key, true).await;
                 }
                 return Err(e);
             }
         },
     };
-    Ok(Outcome {
-        digests: Digests {
-            crc64: crc,
-            md5: None,
-            bytes: src.size,
-        },
-        dst_etag: res.e_tag,
-        verified_by: Verification::new(read_side, write_side),
-        parts,
-        upload_id: Some(id),
-        part_size: Some(ranges[0].end - ranges[0].start),
-    })
+    Ok((res, write_side))
 }
 
 /// Stores without a low-level multipart API (local folders): parts in order through
