@@ -185,6 +185,57 @@ type Seen = Arc<Mutex<Claims>>;
 
 /// The read side's label, unless `--verify strict` refuses an object whose cloud source stated
 /// no digest at all.
+/// The read side's verdict: every claim of the source checked against the bytes read.
+///
+/// A multipart ETag is recomputed with the part size part 1 shows, as if every part but the last
+/// had that size (what every common uploader does). An upload whose parts differ in size while
+/// their count still agrees gives another ETag for the same bytes, so before such a mismatch is
+/// called corruption one HEAD of the last part tells whether the layout was regular; if it was
+/// not, the ETag proves nothing and the other claims decide (possibly none: `source-size`).
+async fn check_source(
+    ctx: &Ctx,
+    src: &Entry,
+    claims: &Claims,
+    crc64: u64,
+    ordered: Option<&claims::Ordered>,
+) -> Result<ReadCheck, CopyError> {
+    let e = match claims.check(crc64, ordered) {
+        Ok(label) => return require_digest(ctx, label),
+        Err(e) => e,
+    };
+    let Some((part, _)) = &claims.parts_etag else {
+        return Err(e);
+    };
+    let rest = Claims {
+        parts_etag: None,
+        ..claims.clone()
+    };
+    let Ok(label) = rest.check(crc64, ordered) else {
+        return Err(e);
+    };
+    if layout_is_regular(ctx, src, *part).await? {
+        return Err(e);
+    }
+    require_digest(ctx, label)
+}
+
+/// Whether the source's last part has the size a regular layout of `part`-sized parts implies
+/// (one HEAD of that part); true when it cannot be told.
+async fn layout_is_regular(ctx: &Ctx, src: &Entry, part: u64) -> Result<bool, CopyError> {
+    let Some(s3) = &ctx.src.s3 else {
+        return Ok(true);
+    };
+    let n = src.size.div_ceil(part.max(1));
+    if n < 2 {
+        return Ok(true);
+    }
+    let want = src.size - (n - 1) * part;
+    Ok(match raw_head(ctx, s3, src, Some(n as u32)).await? {
+        Some(h) => h.get("content-length").and_then(|v| v.parse::<u64>().ok()) == Some(want),
+        None => true,
+    })
+}
+
 fn require_digest(ctx: &Ctx, label: ReadCheck) -> Result<ReadCheck, CopyError> {
     if label == ReadCheck::SourceSize
         && ctx.opts.verify == Verify::Strict
@@ -561,7 +612,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         o.md5 = d.md5;
         o
     };
-    let read_side = require_digest(ctx, claims.check(d.crc64, Some(&ordered))?)?;
+    let read_side = check_source(ctx, src, &claims, d.crc64, Some(&ordered)).await?;
     let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "destination key",
         source: e.into(),
@@ -1083,36 +1134,31 @@ async fn copy_multipart(
             .and_then(|sp| sp.in_order)
             .map(InOrder::finish),
     };
-    let read_side = match &same_layout {
+    // A same-layout multipart ETag was taken out of the claims and is recomputed from the part
+    // MD5s: put it back with that result, so that every claim is checked in one place.
+    let (claims, ordered) = match same_layout {
         Some(etag) => {
-            let ours = md5s
+            let mut o = ordered.unwrap_or_default();
+            o.parts_etag = md5s
                 .iter()
                 .cloned()
                 .collect::<Option<Vec<_>>>()
                 .map(|m| checksum::multipart_etag(&m));
-            if ours.as_deref() != Some(etag.as_str()) {
-                abandon(ctx, &mp, &path, &id, &src.key, false).await;
-                return Err(CopyError::Mismatch(
-                    "the source's bytes do not match its multipart ETag".into(),
-                ));
-            }
-            // Any other claim (moverctl's CRC64, a stored checksum) is checked too.
-            if let Err(e) = claims.check(crc.unwrap_or(0), ordered.as_ref()) {
-                abandon(ctx, &mp, &path, &id, &src.key, false).await;
-                return Err(e);
-            }
-            ReadCheck::SourcePartsEtag
+            let c = Claims {
+                parts_etag: Some((part_size, etag)),
+                ..claims
+            };
+            (c, Some(o))
         }
-        None => match claims
-            .check(crc.unwrap_or(0), ordered.as_ref())
-            .and_then(|l| require_digest(ctx, l))
-        {
-            Ok(l) => l,
-            Err(e) => {
-                abandon(ctx, &mp, &path, &id, &src.key, false).await;
-                return Err(e);
-            }
-        },
+        None => (claims, ordered),
+    };
+    let read_side = match check_source(ctx, src, &claims, crc.unwrap_or(0), ordered.as_ref()).await
+    {
+        Ok(l) => l,
+        Err(e) => {
+            abandon(ctx, &mp, &path, &id, &src.key, false).await;
+            return Err(e);
+        }
     };
     let crc = crc.unwrap_or(0);
     let blocks_checked = block_md5 && !blocks_unchecked.load(Relaxed);
@@ -1272,10 +1318,7 @@ async fn copy_multipart_streaming(
     }
     let crc = crc.unwrap_or(0);
     let ordered = in_order.map(InOrder::finish);
-    let read_side = match claims
-        .check(crc, ordered.as_ref())
-        .and_then(|l| require_digest(ctx, l))
-    {
+    let read_side = match check_source(ctx, src, &claims, crc, ordered.as_ref()).await {
         Ok(l) => l,
         Err(e) => {
             let _ = up.abort().await;

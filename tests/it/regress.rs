@@ -299,3 +299,80 @@ fn a_second_copy_of_the_same_pair_is_refused_while_one_runs() {
     assert!(err.contains("another moverctl run"), "{err}");
     assert!(!dst.join("a").exists());
 }
+
+/// An S3 multipart source whose parts are not all one size while their count still agrees with
+/// part 1's size (5 MiB, 6 MiB, then 1 MiB: three parts either way) was failed as corrupt on
+/// every run, because its ETag was recomputed with 5 MiB parts. Now one HEAD of the last part
+/// shows the layout is irregular, the ETag proves nothing, and the copy goes on with the size
+/// checked (`source-size`). Failed on the main of 2026-12-01 (integrity error, both paths).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn irregular_part_layouts_are_not_taken_for_corruption() {
+    let Some(s) = servers() else { return };
+    let src = Store::open(
+        &format!("garage:{}/{}", s.bucket_a, unique("reg-irregular")),
+        &remotes(&s),
+    )
+    .unwrap();
+    let size = 12 * moverctl::catalog::parts::MIB;
+    let bytes = data("irregular", size);
+    let path = src.path_of("irregular").unwrap();
+    let mp = src.multipart.clone().unwrap();
+    let id = mp.create_multipart(&path).await.unwrap();
+    let mut ids = Vec::new();
+    let mut at = 0usize;
+    for (i, n) in [5usize, 6, 1].into_iter().enumerate() {
+        let end = at + n * (1 << 20);
+        ids.push(
+            mp.put_part(&path, &id, i, PutPayload::from(bytes.slice(at..end)))
+                .await
+                .unwrap(),
+        );
+        at = end;
+    }
+    mp.complete_multipart(&path, &id, ids).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let local = Store::open_destination(&dir.path().display().to_string(), &remotes(&s)).unwrap();
+    let s3_dst = Store::open(
+        &format!("garage:{}/{}", s.bucket_b, unique("reg-irregular")),
+        &remotes(&s),
+    )
+    .unwrap();
+    // Local: the streaming path; S3 with 5 MiB parts: the same-layout path.
+    for (dst, name) in [(&local, "local"), (&s3_dst, "s3")] {
+        let j = dir.path().join(format!("j-{name}.sqlite"));
+        let out = go(&src, dst, &j, opts(Verify::Auto)).await;
+        assert!(
+            out.report.failed.is_empty(),
+            "{name}: {:?}",
+            out.report.failed
+        );
+        assert!(
+            out.copied["irregular"].starts_with("source-size+"),
+            "{name}: {}",
+            out.copied["irregular"]
+        );
+        assert_eq!(
+            super::faults::bytes_at(dst, "irregular").await,
+            Some(bytes.clone())
+        );
+    }
+    // A real corruption of a regularly laid out object is still caught (the HEAD says regular).
+    seed_multipart(&src, "regular", 2 * PART + 9).await;
+    let plan = Plan::new();
+    plan.add("regular", Op::Get, Fault::Flip, PART + 1, 100);
+    let j = dir.path().join("j-flip.sqlite");
+    let mut o = opts(Verify::Auto);
+    o.retries = 0;
+    o.include = Some(
+        globset::GlobSetBuilder::new()
+            .add(globset::Glob::new("regular").unwrap())
+            .build()
+            .unwrap(),
+    );
+    let out = go(&faulty(&src, &plan), &local, &j, o).await;
+    assert!(
+        out.failed["regular"].starts_with("integrity:"),
+        "{:?}",
+        out.failed
+    );
+}
