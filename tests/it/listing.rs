@@ -14,7 +14,7 @@
 use super::faults::data;
 use super::faults::proxy::{PFault, Proxy};
 use super::stores::raw_s3_put;
-use super::{Servers, remotes, remotes_toml, servers, unique};
+use super::{Servers, remotes, remotes_toml, servers, text, unique};
 use futures::TryStreamExt;
 use moverctl::store::Store;
 use moverctl::store::list::{Listed, list_pages_of};
@@ -231,15 +231,6 @@ impl T {
         );
         assert_eq!(keys_of(&self.dst).await, KEYS, "only stale deleted");
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 // ---- transient failures are retried ----

@@ -215,3 +215,30 @@ pub async fn keys_at(store: &moverctl::store::Store) -> Vec<String> {
         .unwrap();
     items.iter().map(|l| l.key().to_string()).collect()
 }
+
+/// A finished command's exit code and both outputs, for assertion messages.
+pub fn text(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The `--json` summary: the last line of stdout, which must be the summary object.
+pub fn summary(o: &std::process::Output) -> serde_json::Value {
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last = out
+        .lines()
+        .last()
+        .unwrap_or_else(|| panic!("no output: {}", text(o)));
+    let v: serde_json::Value =
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {}", text(o)));
+    assert_eq!(v["event"], "summary", "{}", text(o));
+    v
+}
+
+pub fn expect(o: &std::process::Output, code: i32) {
+    assert_eq!(o.status.code(), Some(code), "{}", text(o));
+}

@@ -5,7 +5,7 @@
 //! deleted, nested, created or printed what these tests show untouched; each says how.
 
 use super::faults::seed;
-use super::{Servers, remotes_toml, servers, unique};
+use super::{Servers, expect, remotes_toml, servers, summary, text, unique};
 use moverctl::store::Store;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -86,28 +86,8 @@ impl Env {
     }
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn expect(o: &Output, code: i32) {
-    assert_eq!(o.status.code(), Some(code), "{}", text(o));
-}
-
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-/// The last stdout line as JSON (the `--json` summary).
-fn summary(o: &Output) -> serde_json::Value {
-    let out = String::from_utf8_lossy(&o.stdout);
-    let last = out.lines().last().unwrap_or_else(|| panic!("{}", text(o)));
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
 }
 
 /// Every file under `root`, relative, sorted (folders not listed).

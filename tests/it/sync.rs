@@ -5,7 +5,7 @@
 
 use super::faults::proxy::{PFault, Proxy};
 use super::faults::{data, seed};
-use super::{Servers, remotes, remotes_toml, servers, unique};
+use super::{Servers, expect, remotes, remotes_toml, servers, summary, text, unique};
 use moverctl::store::Store;
 use object_store::{ObjectStoreExt, PutPayload};
 use rust_decimal::Decimal;
@@ -60,32 +60,6 @@ impl Env {
             .await
             .unwrap()
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// The `--json` summary: the last line of stdout.
-fn summary(o: &Output) -> serde_json::Value {
-    let out = String::from_utf8_lossy(&o.stdout);
-    let last = out
-        .lines()
-        .last()
-        .unwrap_or_else(|| panic!("no output: {}", text(o)));
-    let v: serde_json::Value =
-        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {}", text(o)));
-    assert_eq!(v["event"], "summary", "{}", text(o));
-    v
-}
-
-fn expect(o: &Output, code: i32) {
-    assert_eq!(o.status.code(), Some(code), "{}", text(o));
 }
 
 async fn keys(store: &Store) -> Vec<String> {
