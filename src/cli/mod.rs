@@ -2,6 +2,7 @@
 //! Every error is printed once, here, and becomes an exit code from [`exit::TABLE`].
 
 mod copy_cmd;
+mod copy_summary;
 pub mod exit;
 mod ls_cmd;
 mod metrics;
@@ -9,8 +10,10 @@ mod plan_cmd;
 mod probe_cmd;
 mod progress;
 mod providers_cmd;
+mod status_cmd;
 pub mod stores;
 mod sync_cmd;
+mod sync_summary;
 
 use crate::catalog::{Catalog, CatalogError};
 use clap::{Args, Parser, Subcommand};
@@ -69,7 +72,7 @@ pub enum Command {
     /// summary, --json and a Prometheus --metrics-file, each run priced.
     Sync(Box<sync_cmd::SyncArgs>),
     /// Progress of a plan or copy from its journal (no store is contacted).
-    Status(copy_cmd::StatusArgs),
+    Status(status_cmd::StatusArgs),
 }
 
 #[derive(Debug, Args)]
@@ -234,7 +237,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         }
         Command::Status(args) => {
             let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
-            copy_cmd::run_status(&remotes, args)
+            status_cmd::run_status(&remotes, args)
         }
     }
 }
