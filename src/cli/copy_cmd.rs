@@ -269,6 +269,7 @@ fn drive(
     catalog: &Catalog,
 ) -> Result<Exit, CliError> {
     let rt = super::runtime()?;
+    let hint = super::stores::credentials_hint(&[&src, &dst]);
     // One run of a pair at a time (copy, exec and sync share the lock; a dry run takes none).
     let _lock = if r.opts.dry_run {
         None
@@ -329,7 +330,7 @@ fn drive(
         progress.finish();
         res
     });
-    let report = report?;
+    let report = report.map_err(|e| CliError::from(e).naming_credentials(&hint))?;
     let vs = plan.and_then(|p| against_plan(&report, p, catalog));
     if json {
         let mut v: serde_json::Value =
@@ -347,7 +348,7 @@ fn drive(
             eprint!("{}", vs.text());
         }
     }
-    if let Some(m) = credentials_refused(&report, &src_shown, &dst_shown) {
+    if let Some(m) = credentials_refused(&report, &src_shown, &dst_shown, &hint) {
         eprintln!("moverctl: error: {m}");
     }
     Ok(Exit::of_run(&report, None))

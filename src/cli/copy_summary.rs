@@ -10,14 +10,14 @@ use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use rust_decimal::Decimal;
 
 /// When objects failed because a store refused the credentials (the run exits 4, not 3): what
-/// to say, naming the locations (never a value).
-pub(super) fn credentials_refused(r: &Report, src: &str, dst: &str) -> Option<String> {
+/// to say, naming the locations and where their credentials came from (`hint`, see
+/// [`super::stores::credentials_hint`]), never a value.
+pub(super) fn credentials_refused(r: &Report, src: &str, dst: &str, hint: &str) -> Option<String> {
     let n = r.auth_failures();
     (n > 0).then(|| {
         format!(
             "{n} of {} failed objects failed because the store refused the credentials ({src} -> {dst}); \
-             the failures name the request that was refused. Check the credentials of that location \
-             (its remote's *_env variables or profile, or the AWS_*, GOOGLE_* or AZURE_* variables) \
+             the failures name the request that was refused; {hint}. Fix or renew those credentials \
              and run again to resume",
             r.failed.len()
         )

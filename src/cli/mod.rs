@@ -125,6 +125,10 @@ pub enum CliError {
     Journal(#[from] crate::journal::JournalError),
     #[error("{0}")]
     Failure(String),
+    /// A store refused the credentials: the error, and where each store's credentials came from
+    /// (named, never a value), so the user knows which variable or profile to fix.
+    #[error("{source}; {hint}")]
+    Refused { source: Box<CliError>, hint: String },
 }
 
 impl CliError {
@@ -153,6 +157,20 @@ impl CliError {
             CliError::Probe(_) => Exit::Failure,
             CliError::Failure(_) => Exit::Failure,
             CliError::Locked(_) => Exit::Locked,
+            CliError::Refused { .. } => Exit::Credentials,
+        }
+    }
+
+    /// When this error means the credentials were refused (exit 4), the same error with `hint`
+    /// (see [`stores::credentials_hint`]) added; any other error unchanged.
+    pub fn naming_credentials(self, hint: &str) -> CliError {
+        if self.exit() == Exit::Credentials && !matches!(self, CliError::Refused { .. }) {
+            CliError::Refused {
+                source: Box::new(self),
+                hint: hint.to_string(),
+            }
+        } else {
+            self
         }
     }
 }

@@ -72,6 +72,21 @@ pub fn apply_probe(caps: &mut Capabilities, r: &ProbeReport) {
     );
 }
 
+/// Where each cloud store's credentials came from, for a message about refused credentials:
+/// `credentials in use: garage:b/p from the environment variables K and S (…)`. Names only.
+pub fn credentials_hint(stores: &[&Store]) -> String {
+    let parts: Vec<String> = stores
+        .iter()
+        .filter(|s| !matches!(s.kind, Kind::Local | Kind::Memory))
+        .map(|s| format!("{} from {}", s.shown(), s.credentials))
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("credentials in use: {}", parts.join("; "))
+    }
+}
+
 /// The region a store's remote names, if any (for pricing; an unknown region falls back to the
 /// provider's default where it is used).
 pub fn region_of(remotes: &Remotes, store: &Store) -> Option<String> {

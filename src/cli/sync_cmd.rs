@@ -206,6 +206,7 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
     let json = res.json;
     let quiet = args.quiet;
     let (src_shown, dst_shown) = (src.shown(), dst.shown());
+    let hint = super::stores::credentials_hint(&[&src, &dst]);
     // A dry run reads the journal when there is one (so it decides as the real run would) but
     // never creates one.
     let journal = if dry_run && !res.journal_path.exists() {
@@ -230,38 +231,40 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
         let mut o = out.lock();
         let _ = writeln!(o, "{line}");
     };
-    let (report, deletes) = rt.block_on(async {
-        super::stop_on_ctrl_c(
-            stop.clone(),
-            "stopping after the objects in flight; nothing will be deleted",
-        );
-        let run = Run {
-            src,
-            dst,
-            opts: res.opts.clone(),
-            limits: res.limits.clone(),
-            journal,
-            stop,
-        };
-        let spill_in = (!dry_run).then_some(res.journal_path.as_path());
-        let (report, deletes) = crate::transfer::sync::run(
-            run,
-            policy,
-            spill_in,
-            |ev| {
-                if dry_run && let Some(line) = dry_run_copy_line(ev, json) {
-                    print_line(line);
-                }
-            },
-            |key, bytes, fate| {
-                if dry_run && let Some(line) = dry_run_delete_line(key, bytes, fate, json) {
-                    print_line(line);
-                }
-            },
-        )
-        .await?;
-        Ok::<_, CliError>((report, deletes))
-    })?;
+    let (report, deletes) = rt
+        .block_on(async {
+            super::stop_on_ctrl_c(
+                stop.clone(),
+                "stopping after the objects in flight; nothing will be deleted",
+            );
+            let run = Run {
+                src,
+                dst,
+                opts: res.opts.clone(),
+                limits: res.limits.clone(),
+                journal,
+                stop,
+            };
+            let spill_in = (!dry_run).then_some(res.journal_path.as_path());
+            let (report, deletes) = crate::transfer::sync::run(
+                run,
+                policy,
+                spill_in,
+                |ev| {
+                    if dry_run && let Some(line) = dry_run_copy_line(ev, json) {
+                        print_line(line);
+                    }
+                },
+                |key, bytes, fate| {
+                    if dry_run && let Some(line) = dry_run_delete_line(key, bytes, fate, json) {
+                        print_line(line);
+                    }
+                },
+            )
+            .await?;
+            Ok::<_, CliError>((report, deletes))
+        })
+        .map_err(|e| e.naming_credentials(&hint))?;
     let cost = price_run(src_pricing, dst_pricing, &report, &deletes);
     let exit = Exit::of_run(&report, Some(&deletes));
     let o = Outcome {
@@ -270,7 +273,15 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
         cost,
         exit,
     };
-    let (problems, info) = messages(&o, args, res, &min_duration, &src_shown, &dst_shown, notes);
+    let (problems, info) = messages(
+        &o,
+        args,
+        res,
+        &min_duration,
+        (&src_shown, &dst_shown),
+        notes,
+        &hint,
+    );
     let line = one_line(&o, &src_shown, &dst_shown);
     if json {
         println!(

@@ -145,9 +145,9 @@ pub(super) fn messages(
     args: &SyncArgs,
     res: &Resolved,
     min: &Option<MinDuration>,
-    src: &str,
-    dst: &str,
+    (src, dst): (&str, &str),
     notes: Vec<String>,
+    credentials_hint: &str,
 ) -> (Vec<String>, Vec<String>) {
     let r = &o.report;
     let d = &o.deletes;
@@ -168,7 +168,7 @@ pub(super) fn messages(
     for (_, e) in d.failed.iter().take(20) {
         problems.push(format!("delete failed: {e}"));
     }
-    if let Some(m) = credentials_refused(r, src, dst) {
+    if let Some(m) = credentials_refused(r, src, dst, credentials_hint) {
         problems.push(format!("error: {m}"));
     }
     if r.no_source_digest > 0 {
