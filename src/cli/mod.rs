@@ -177,12 +177,8 @@ impl CliError {
 
 /// A listing the store refused for its credentials is exit 4; any other listing failure, 1.
 fn list_exit(e: &crate::store::list::ListError) -> Exit {
-    match e {
-        crate::store::list::ListError::Store { source, .. }
-            if crate::store::is_auth_error(source) =>
-        {
-            Exit::Credentials
-        }
+    match e.kind() {
+        crate::store::error::StoreErrorKind::Auth => Exit::Credentials,
         _ => Exit::Failure,
     }
 }
