@@ -276,10 +276,12 @@ fn drive(
     } else {
         let path = crate::lock::default_path(&src.shown(), &dst.shown());
         let what = format!("copy {} {}", src.shown(), dst.shown());
-        let (l, _stale) = crate::lock::RunLock::acquire(&path, &what).map_err(|e| match e {
-            crate::lock::LockError::Held { .. } => CliError::Locked(e.to_string()),
-            other => CliError::Failure(other.to_string()),
-        })?;
+        let (l, stale) = crate::lock::RunLock::acquire(&path, &what)?;
+        if let Some(note) = stale
+            && !r.json
+        {
+            eprintln!("moverctl: {note}");
+        }
         Some(l)
     };
     let journal = if r.opts.dry_run {

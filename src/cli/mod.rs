@@ -115,9 +115,9 @@ pub enum CliError {
     Probe(#[from] crate::probe::ProbeError),
     #[error("{0}")]
     Usage(String),
-    /// Another run holds the sync lock.
-    #[error("{0}")]
-    Locked(String),
+    /// The pair's run lock: held by another run (exit 6), or its file could not be used.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
     /// A copy or sync run that stopped (a listing failed, the journal could not be written).
     #[error(transparent)]
     Run(#[from] crate::transfer::RunError),
@@ -156,7 +156,8 @@ impl CliError {
             CliError::Probe(crate::probe::ProbeError::Interrupted { .. }) => Exit::Interrupted,
             CliError::Probe(_) => Exit::Failure,
             CliError::Failure(_) => Exit::Failure,
-            CliError::Locked(_) => Exit::Locked,
+            CliError::Lock(crate::lock::LockError::Held { .. }) => Exit::Locked,
+            CliError::Lock(_) => Exit::Failure,
             CliError::Refused { .. } => Exit::Credentials,
         }
     }

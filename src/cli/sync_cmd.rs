@@ -107,11 +107,7 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
     let _lock = if dry_run {
         None
     } else {
-        let (l, stale) = RunLock::acquire(&lock_path, &format!("sync {src_shown} {dst_shown}"))
-            .map_err(|e| match e {
-                crate::lock::LockError::Held { .. } => CliError::Locked(e.to_string()),
-                other => CliError::Failure(other.to_string()),
-            })?;
+        let (l, stale) = RunLock::acquire(&lock_path, &format!("sync {src_shown} {dst_shown}"))?;
         if let Some(s) = stale {
             notes.push(s);
         }
