@@ -98,6 +98,9 @@ pub struct Journal {
     path: PathBuf,
     source: String,
     destination: String,
+    /// Receives every finished record (verified or failed) once it is committed: a shard's
+    /// progress writer ([`crate::transfer::progress_store`]).
+    tap: Option<tokio::sync::mpsc::UnboundedSender<ObjectRecord>>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -194,7 +197,13 @@ impl Journal {
             path: path.to_path_buf(),
             source: source.to_string(),
             destination: destination.to_string(),
+            tap: None,
         })
+    }
+
+    /// Hand every record that ends verified or failed to `tx` after it is committed.
+    pub fn tap(&mut self, tx: tokio::sync::mpsc::UnboundedSender<ObjectRecord>) {
+        self.tap = Some(tx);
     }
 
     /// An existing journal, for the move its `meta` table names (`status`): the source and
@@ -314,7 +323,13 @@ impl Journal {
                 }
             }
         }
-        tx.commit().map_err(|e| self.db(e))
+        tx.commit().map_err(|e| self.db(e))?;
+        if let Some(t) = &self.tap {
+            for r in recs.iter().filter(|r| r.state != State::Copying) {
+                let _ = t.send(r.clone());
+            }
+        }
+        Ok(())
     }
 
     pub fn put_part(&self, key: &str, p: &PartRecord) -> Result<(), JournalError> {

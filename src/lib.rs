@@ -16,6 +16,8 @@
 //! - `cli`: flags resolved once per command, one call into the engine, and presentation (the
 //!   `*_summary.rs`, progress and metrics writers); errors stay typed to the exit code.
 //! - `journal`: resume state and every SQL statement on it.
+//! - `shard`: one move split across machines (key ranges, `--shard K/N|auto`, the plan's split);
+//!   progress records of a shard on a store live in [`transfer::progress_store`].
 
 pub mod catalog;
 pub mod checksum;
@@ -26,6 +28,7 @@ pub mod lock;
 pub mod money;
 pub mod plan;
 pub mod probe;
+pub mod shard;
 pub mod store;
 pub mod tomlfile;
 pub mod transfer;

@@ -93,6 +93,15 @@ pub struct ExecArgs {
     /// Destination location, when the plan has none (or to override it).
     #[arg(long)]
     pub dst: Option<String>,
+    /// Run one shard of a plan made with `plan --shards N`: K/N, or auto (JOB_COMPLETION_INDEX
+    /// of a Kubernetes Indexed Job, else SLURM_ARRAY_TASK_ID of a Slurm array). --bwlimit and
+    /// --tpslimit then apply to this shard's process.
+    #[arg(long, value_name = "K/N|auto")]
+    pub shard: Option<String>,
+    /// Where shards keep their progress records (default: the plan's, else .moverctl-progress/
+    /// beside the destination prefix).
+    #[arg(long, value_name = "LOCATION")]
+    pub progress: Option<String>,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -229,7 +238,7 @@ pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<
     super::stores::refine_caps(catalog, &mut src);
     super::stores::refine_caps(catalog, &mut dst);
     let r = resolve(&args.engine, catalog, &src, &dst, None)?;
-    drive(src, dst, r, None, catalog)
+    drive(src, dst, r, None, catalog, None)
 }
 
 pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<Exit, CliError> {
@@ -257,8 +266,26 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
     let (mut src, mut dst) = Store::open_pair(&src_loc, &dst_loc, remotes)?;
     super::stores::refine_caps(catalog, &mut src);
     super::stores::refine_caps(catalog, &mut dst);
-    let r = resolve(&args.engine, catalog, &src, &dst, Some(&plan))?;
-    drive(src, dst, r, Some(&plan), catalog)
+    let shard = super::shard_cmd::for_exec(
+        &plan,
+        args.shard.as_deref(),
+        args.progress.as_deref(),
+        &dst_loc,
+        &mut src,
+        &mut dst,
+        remotes,
+    )?;
+    let mut r = resolve(&args.engine, catalog, &src, &dst, Some(&plan))?;
+    if let Some(s) = &shard
+        && args.engine.journal.is_none()
+    {
+        r.journal_path = journal::default_path(
+            &journal::state_dir(),
+            &src.shown(),
+            &format!("{}{}", dst.shown(), s.tag()),
+        );
+    }
+    drive(src, dst, r, Some(&plan), catalog, shard)
 }
 
 fn drive(
@@ -267,14 +294,16 @@ fn drive(
     r: Resolved,
     plan: Option<&PlanFile>,
     catalog: &Catalog,
+    shard: Option<super::shard_cmd::ShardRun>,
 ) -> Result<Exit, CliError> {
     let rt = super::runtime()?;
+    let tag = shard.as_ref().map(|s| s.tag()).unwrap_or_default();
     let hint = super::stores::credentials_hint(&[&src, &dst]);
     // One run of a pair at a time (copy, exec and sync share the lock; a dry run takes none).
     let _lock = if r.opts.dry_run {
         None
     } else {
-        let path = crate::lock::default_path(&src.shown(), &dst.shown());
+        let path = crate::lock::default_path(&src.shown(), &format!("{}{tag}", dst.shown()));
         let what = format!("copy {} {}", src.shown(), dst.shown());
         let (l, stale) = crate::lock::RunLock::acquire(&path, &what)?;
         if let Some(note) = stale
@@ -284,10 +313,20 @@ fn drive(
         }
         Some(l)
     };
-    let journal = if r.opts.dry_run {
+    let mut journal = if r.opts.dry_run {
         None
     } else {
         Some(Journal::open(&r.journal_path, &src.shown(), &dst.shown())?)
+    };
+    // A shard rebuilds its journal from its progress records and writes them as it goes.
+    let shard_start = match (&shard, journal.as_mut()) {
+        (Some(s), Some(j)) => {
+            let status = rt.block_on(s.start(j))?;
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            j.tap(tx);
+            Some((status, rx))
+        }
+        _ => None,
     };
     let src_shown = src.shown();
     let dst_shown = dst.shown();
@@ -315,24 +354,59 @@ fn drive(
             stop,
         };
         let out = std::io::stdout();
-        let res = run
-            .run_with(
-                policy,
-                |ev| {
-                    progress.event(ev);
-                    if json {
-                        let line = event_json(ev);
-                        let mut o = out.lock();
-                        let _ = writeln!(o, "{line}");
-                    }
-                },
-                |_| Ok(()),
-            )
-            .await;
+        let writer = async {
+            match (&shard, shard_start) {
+                (Some(s), Some((status, rx))) => {
+                    crate::transfer::progress_store::write_as_it_goes(&s.progress, rx, status)
+                        .await
+                        .map(Some)
+                }
+                _ => Ok(None),
+            }
+        };
+        let running = run.run_with(
+            policy,
+            |ev| {
+                progress.event(ev);
+                if json {
+                    let line = event_json(ev);
+                    let mut o = out.lock();
+                    let _ = writeln!(o, "{line}");
+                }
+            },
+            |_| Ok(()),
+        );
+        let (res, written) = tokio::join!(running, writer);
         progress.finish();
-        res
+        // The shard's last record: done when everything in its range is verified.
+        let written = match (written, &shard, &res) {
+            (Ok(Some((_, mut status))), Some(s), Ok(report)) => {
+                status.state = if Exit::of_run(report, None) == Exit::Success {
+                    "done"
+                } else {
+                    "failed"
+                }
+                .into();
+                // At the end every object of the range is accounted for: copied and verified
+                // now, or found verified (by the journal or by a check) and skipped.
+                if !report.interrupted {
+                    status.objects_done = report.copied + report.skipped;
+                    status.bytes_done = report.copied_bytes + report.skipped_bytes;
+                }
+                s.progress.write_status(&status).await
+            }
+            (Ok(Some((_, mut status))), Some(s), Err(_)) => {
+                status.state = "failed".into();
+                s.progress.write_status(&status).await
+            }
+            (Err(e), _, _) => Err(e),
+            _ => Ok(()),
+        };
+        (res, written)
     });
+    let (report, written) = report;
     let report = report.map_err(|e| CliError::from(e).naming_credentials(&hint))?;
+    written.map_err(super::shard_cmd::progress_err)?;
     let vs = plan.and_then(|p| against_plan(&report, p, catalog));
     if json {
         let mut v: serde_json::Value =

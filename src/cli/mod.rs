@@ -10,6 +10,7 @@ mod plan_cmd;
 mod probe_cmd;
 mod progress;
 mod providers_cmd;
+mod shard_cmd;
 mod status_cmd;
 pub mod stores;
 mod sync_cmd;
@@ -228,7 +229,10 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
     crate::store::retry::set_timeout(window);
     let catalog = load_catalog(cli.providers.as_deref())?;
     match cli.command {
-        Command::Plan(args) => plan_cmd::run(&catalog, *args).map(|()| Exit::Success),
+        Command::Plan(mut args) => {
+            args.config = cli.config.clone();
+            plan_cmd::run(&catalog, *args).map(|()| Exit::Success)
+        }
         Command::Providers(args) => providers_cmd::run(&catalog, args).map(|()| Exit::Success),
         Command::Ls(args) => {
             let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;

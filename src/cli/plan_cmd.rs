@@ -141,6 +141,17 @@ pub struct PlanArgs {
     /// Destination location to record in the plan.
     #[arg(long, value_name = "LOCATION")]
     pub dst: Option<String>,
+    /// Split the move into N key ranges for N `exec --shard K/N` processes (with --src: from
+    /// --inventory, or by listing --src once), balanced by bytes and objects.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// Where shards keep their progress records (default: .moverctl-progress/ beside the
+    /// destination prefix); recorded in the plan.
+    #[arg(long, value_name = "LOCATION", requires = "shards")]
+    pub progress: Option<String>,
+    /// The global --config (remotes for --src when --shards lists it).
+    #[arg(skip)]
+    pub config: Option<PathBuf>,
 }
 
 /// Everything `plan` needs, validated.
@@ -155,7 +166,7 @@ fn usage(m: impl Into<String>) -> CliError {
     CliError::Usage(m.into())
 }
 
-fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
+fn resolve(mut args: PlanArgs, split: Option<&Corpus>) -> Result<(Resolved, PlanArgs), CliError> {
     if args.example {
         let mut argv = vec!["plan"];
         argv.extend_from_slice(EXAMPLE);
@@ -184,6 +195,7 @@ fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
         return Err(usage("--to needs at least one destination"));
     }
     let corpus = match &args.inventory {
+        _ if split.is_some() => split.cloned().expect("checked"),
         Some(path) => {
             let format = match args.inventory_format.as_str() {
                 "auto" => InventoryFormat::Auto,
@@ -358,7 +370,8 @@ struct ExampleParser {
 
 pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
     let example = args.example;
-    let (r, args) = resolve(args)?;
+    let split = super::shard_cmd::split_for(&args)?;
+    let (r, args) = resolve(args, split.as_ref().map(|s| &s.corpus))?;
     let src = Place::resolve(catalog, &r.from)?;
     let dests: Vec<Place> =
         r.to.iter()
@@ -452,7 +465,7 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
             .filter(|(i, _)| *i != idx)
             .map(|(_, c)| c.clone())
             .collect();
-        let plan = PlanFile::build(PlanInputs {
+        let mut plan = PlanFile::build(PlanInputs {
             catalog,
             source: &src,
             source_location: args.src.clone(),
@@ -466,6 +479,9 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
             others: &others,
             created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         })?;
+        if let Some(split) = split {
+            plan.shards = Some(super::shard_cmd::table(split, &plan, args.progress.clone()));
+        }
         let name = name.trim_end_matches(".toml");
         if name.is_empty() || name.contains('/') || name.contains('\\') || name.starts_with('.') {
             return Err(usage(format!(

@@ -22,6 +22,12 @@ pub struct StatusArgs {
     pub dst: Option<String>,
     #[arg(long)]
     pub json: bool,
+    /// A sharded plan: a running shard with no update for this long is shown as stale.
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub stale_after: String,
+    /// A sharded plan: where its shards keep their progress records (as given to `exec`).
+    #[arg(long, value_name = "LOCATION")]
+    pub progress: Option<String>,
 }
 
 /// `moverctl status PLAN|JOURNAL` (or `--src/--dst`): progress from the journal, no store access.
@@ -32,6 +38,26 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
         (Some(t), _, _) if t.extension().is_some_and(|e| e == "sqlite") => (t.clone(), None),
         (Some(t), _, _) => {
             let p = PlanFile::load(t)?;
+            if p.shards.is_some() {
+                // Every shard's record, read from the progress location on the store.
+                let stale = humantime::parse_duration(&args.stale_after)
+                    .map_err(|e| usage(format!("--stale-after {:?}: {e}", args.stale_after)))?;
+                let dst = args
+                    .dst
+                    .clone()
+                    .or(p.destination.location.clone())
+                    .ok_or_else(|| {
+                        usage(format!("{} has no destination: pass --dst", t.display()))
+                    })?;
+                return super::shard_cmd::status(
+                    remotes,
+                    &p,
+                    &dst,
+                    args.progress.as_deref(),
+                    stale,
+                    args.json,
+                );
+            }
             let (Some(s), Some(d)) = (
                 args.src.clone().or(p.source.location.clone()),
                 args.dst.clone().or(p.destination.location.clone()),

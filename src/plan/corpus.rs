@@ -117,13 +117,26 @@ impl Corpus {
     /// S3 Inventory CSV (give its column list from the manifest's `fileSchema`), or JSON lines
     /// (`{"key": "...", "size": 123, "storage_class": "STANDARD"}`). Memory stays constant.
     pub fn from_inventory(path: &Path, format: InventoryFormat) -> Result<Corpus, CorpusError> {
+        Self::from_inventory_keys(path, format, None)
+    }
+
+    /// As [`Corpus::from_inventory`], handing every object's key (decoded) and size to `on_key`
+    /// as it streams by (the shard split of `plan --shards`).
+    pub fn from_inventory_keys(
+        path: &Path,
+        format: InventoryFormat,
+        on_key: Option<KeySink>,
+    ) -> Result<Corpus, CorpusError> {
         let shown = path.display().to_string();
         let file = std::fs::File::open(path).map_err(|e| CorpusError::Io {
             file: shown.clone(),
             message: format!("cannot open the inventory: {e}"),
         })?;
         let reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let mut hist = Histogram::default();
+        let mut hist = Histogram {
+            sink: on_key,
+            ..Default::default()
+        };
         let format = match format {
             InventoryFormat::Auto => {
                 if shown.ends_with(".jsonl")
@@ -241,15 +254,40 @@ fn profile_buckets(
     Ok(buckets.into_iter().filter(|b| b.count > 0).collect())
 }
 
+/// Receives each object's key and size while a corpus is read.
+pub type KeySink = Box<dyn FnMut(&str, u64)>;
+
+/// Builds a corpus from objects handed in one at a time (a listing), in constant memory.
+#[derive(Default)]
+pub struct CorpusBuilder(Histogram);
+
+impl CorpusBuilder {
+    pub fn add(&mut self, size: u64, class: Option<&str>) {
+        self.0.add("", size, class);
+    }
+
+    pub fn finish(self, origin: String) -> Corpus {
+        Corpus {
+            buckets: self.0.into_buckets(),
+            origin,
+            skipped_lines: 0,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Histogram {
     map: BTreeMap<(Option<String>, u32), (u64, u64)>,
     objects: u64,
     skipped: u64,
+    sink: Option<KeySink>,
 }
 
 impl Histogram {
-    fn add(&mut self, size: u64, class: Option<&str>) {
+    fn add(&mut self, key: &str, size: u64, class: Option<&str>) {
+        if let Some(f) = &mut self.sink {
+            f(key, size);
+        }
         let class = class.filter(|c| !c.is_empty()).map(str::to_string);
         let e = self.map.entry((class, bucket_of(size))).or_insert((0, 0));
         e.0 += 1;
@@ -313,7 +351,7 @@ fn read_jsonl(reader: impl BufRead, shown: &str, hist: &mut Histogram) -> Result
             hist.skipped += 1;
             continue;
         }
-        hist.add(size, l.storage_class.as_deref());
+        hist.add(&l.key, size, l.storage_class.as_deref());
     }
     Ok(())
 }
@@ -418,9 +456,40 @@ fn read_csv(
             hist.skipped += 1;
             continue;
         }
-        hist.add(size, ci.and_then(|c| record.get(c)).map(str::trim));
+        // S3 Inventory keys are URL-encoded.
+        let key = if columns.is_some() {
+            percent_decoded(key)
+        } else {
+            key.to_string()
+        };
+        hist.add(&key, size, ci.and_then(|c| record.get(c)).map(str::trim));
     }
     Ok(())
+}
+
+/// `%XX` escapes decoded (as S3 Inventory writes keys); anything that does not decode to UTF-8
+/// is kept as written.
+fn percent_decoded(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
 }
 
 #[cfg(test)]

@@ -25,6 +25,54 @@ pub struct PlanFile {
     pub prediction: Prediction,
     #[serde(default)]
     pub alternatives: Vec<Alternative>,
+    /// The move split into key ranges for many machines (`plan --shards N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<Shards>,
+}
+
+/// `[shards]`: N contiguous key ranges (see [`crate::shard`]), each run by `exec --shard K/N`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shards {
+    /// Names this split: progress records live under `<progress>/<id>/shard-K/`.
+    pub id: String,
+    pub count: u32,
+    /// Where shards keep their progress records (default: `.moverctl-progress/` in the
+    /// destination bucket beside the copied prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+    /// `--bwlimit` and `--tpslimit` of `exec` apply to each shard process, not to the move.
+    pub limits_are_per_shard: bool,
+    /// Seconds the plan predicts for one shard when `workers` machines run the shards.
+    pub seconds_per_shard: String,
+    #[serde(rename = "range")]
+    pub ranges: Vec<ShardRange>,
+}
+
+/// One range: the keys `start < key <= end` (byte order); no `end` on the last.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardRange {
+    pub index: u32,
+    pub start: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+impl Shards {
+    pub fn boundaries(&self) -> Vec<String> {
+        self.ranges.iter().filter_map(|r| r.end.clone()).collect()
+    }
+
+    pub fn range(&self, k: u32) -> crate::shard::KeyRange {
+        let r = &self.ranges[k as usize];
+        crate::shard::KeyRange {
+            start: (k > 0).then(|| r.start.clone()),
+            end: r.end.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -262,6 +310,7 @@ impl PlanFile {
                     seconds: o.time.seconds.round_dp(3).normalize().to_string(),
                 })
                 .collect(),
+            shards: None,
         })
     }
 
@@ -311,6 +360,35 @@ impl PlanFile {
                 "transfer.part_size",
                 "part sizes must be above zero and min <= max".into(),
             ));
+        }
+        if let Some(sh) = &plan.shards {
+            let ok = sh.count >= 1
+                && sh.ranges.len() == sh.count as usize
+                && sh
+                    .ranges
+                    .iter()
+                    .enumerate()
+                    .all(|(i, r)| r.index as usize == i)
+                && sh.ranges.first().is_some_and(|r| r.start.is_empty())
+                && sh.ranges.last().is_some_and(|r| r.end.is_none())
+                && sh.ranges.windows(2).all(|w| {
+                    w[0].end.as_ref() == Some(&w[1].start)
+                        && w[0].start.as_bytes() <= w[1].start.as_bytes()
+                });
+            if !ok {
+                return Err(bad(
+                    "shards",
+                    format!(
+                        "the {} ranges must number 0 to count-1 = {}, start at \"\", each start where the one before ends (in key order), and the last have no end",
+                        sh.ranges.len(),
+                        sh.count.saturating_sub(1)
+                    ),
+                ));
+            }
+            if let Some(l) = &sh.progress {
+                check_location("a plan location", l)
+                    .map_err(|e| bad("shards.progress", e.to_string()))?;
+            }
         }
         for (field, ep) in [
             ("source.location", &plan.source),

@@ -179,7 +179,34 @@ pub fn list_counted(
         Kind::S3 if store.s3.is_some() => s3_listing(store, page_size, requests),
         _ => paged(store, page_size, requests),
     };
-    ordered(inner, store.shown())
+    ranged(ordered(inner, store.shown()), store.range.clone())
+}
+
+/// Leaves out progress records ([`crate::shard::is_progress_key`]: never data) and, for a shard,
+/// every key outside its range: keys up to its start (a store whose offset is inclusive, or a
+/// local folder, which is walked from its beginning) and, as the listing is sorted, everything
+/// from the first key past its end on, where the listing stops (no further page is asked for).
+fn ranged(
+    s: BoxStream<'static, Result<Listed, ListError>>,
+    range: Option<crate::shard::KeyRange>,
+) -> BoxStream<'static, Result<Listed, ListError>> {
+    let s = s.filter(|item| {
+        futures::future::ready(
+            item.as_ref()
+                .map_or(true, |l| !crate::shard::is_progress_key(l.key())),
+        )
+    });
+    let Some(range) = range else {
+        return s.boxed();
+    };
+    let end = range.clone();
+    s.filter(move |item| {
+        futures::future::ready(item.as_ref().map_or(true, |l| range.after_start(l.key())))
+    })
+    .take_while(move |item| {
+        futures::future::ready(item.as_ref().map_or(true, |l| !end.past_end(l.key())))
+    })
+    .boxed()
 }
 
 fn entry(prefix: &str, m: object_store::ObjectMeta) -> Entry {
@@ -257,6 +284,13 @@ fn s3_listing(
             page_size,
             store.observer.clone(),
             store.retry_window,
+        )
+        .start_after(
+            store
+                .range
+                .as_ref()
+                .and_then(|r| r.start.as_ref())
+                .map(|s| format!("{}{s}", store.prefix)),
         ),
         requests,
         location: store.shown(),
@@ -688,7 +722,13 @@ fn paged(
         store: store.clone(),
         buffer: VecDeque::new(),
         token: None,
-        offset: None,
+        // A shard's listing starts after its range's start (the offset is exclusive).
+        offset: store
+            .range
+            .as_ref()
+            .and_then(|r| r.start.as_ref())
+            .filter(|s| !s.is_empty())
+            .map(|s| format!("{}{s}", store.prefix)),
         page_size: None,
         full_page,
         repeats: 0,

@@ -84,6 +84,8 @@ pub struct Store {
     /// Where this store's credentials came from, named for messages ("the environment variables
     /// K and S (the remote's …)", "AWS profile \"prod\" (…)"), never a value.
     pub credentials: String,
+    /// Only the keys of this range are listed (a shard of a plan); None: every key.
+    pub range: Option<crate::shard::KeyRange>,
 }
 
 impl std::fmt::Debug for Store {
@@ -377,6 +379,7 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::S3),
                     s3_anonymous,
+                    range: None,
                     credentials,
                 })
             }
@@ -414,6 +417,7 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Gcs),
                     s3_anonymous: false,
+                    range: None,
                     credentials,
                 })
             }
@@ -468,6 +472,7 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Azure),
                     s3_anonymous: false,
+                    range: None,
                     credentials,
                 })
             }
@@ -500,6 +505,7 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Local),
                     s3_anonymous: false,
+                    range: None,
                     credentials: "none needed (a local folder)".into(),
                 })
             }
@@ -520,6 +526,7 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Memory),
                     s3_anonymous: false,
+                    range: None,
                     credentials: "none needed (in memory)".into(),
                 })
             }

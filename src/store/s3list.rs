@@ -90,6 +90,8 @@ pub struct S3Pages {
     observer: Arc<Observer>,
     /// How long a page is retried (the store's `retry_window`).
     window: Duration,
+    /// Full key the listing starts after (S3 `start-after`, a shard's exclusive start).
+    start_after: Option<String>,
 }
 
 impl S3Pages {
@@ -117,7 +119,14 @@ impl S3Pages {
             max_keys,
             observer,
             window,
+            start_after: None,
         }
+    }
+
+    /// Start the listing after this full key (sent with the first page only).
+    pub fn start_after(mut self, key: Option<String>) -> S3Pages {
+        self.start_after = key.filter(|k| !k.is_empty());
+        self
     }
 
     async fn url(&self, token: Option<&str>) -> Result<url::Url, object_store::Error> {
@@ -127,6 +136,8 @@ impl S3Pages {
         }
         if let Some(t) = token {
             q.push(("continuation-token".into(), t.to_string()));
+        } else if let Some(k) = &self.start_after {
+            q.push(("start-after".into(), k.clone()));
         }
         if let Some(n) = self.max_keys {
             q.push(("max-keys".into(), n.to_string()));

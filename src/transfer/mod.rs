@@ -12,6 +12,7 @@ pub mod claims;
 pub mod copy;
 pub mod cost;
 pub mod diff;
+pub mod progress_store;
 pub mod sync;
 pub mod verification;
 

@@ -13,6 +13,7 @@ mod probe;
 mod refusals;
 mod regress;
 mod resume;
+mod shards;
 mod stores;
 mod sync;
 

@@ -1,0 +1,354 @@
+//! One move split across processes (`plan --shards N`, `exec --shard K/N|auto`) on Garage: the
+//! shards together copy every object exactly once (source GETs counted at a proxy), list about
+//! as much as one run, rebuild from their progress records on a fresh machine, and `status`
+//! reads every shard's record.
+
+use super::faults::proxy::Proxy;
+use super::{expect, moverctl, proxy_remote_toml, remotes, remotes_toml, servers, summary, unique};
+use moverctl::store::Store;
+use object_store::{ObjectStoreExt, PutPayload};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Keys with unicode and byte-order edges, sizes varied.
+fn corpus(n: usize) -> Vec<(String, Vec<u8>)> {
+    let names = ["a", "B", "z", "é", "日本", "😀", "sub/dir"];
+    (0..n)
+        .map(|i| {
+            let key = format!("{}/{i:05}.bin", names[i % names.len()]);
+            let size = 50 + (i * 37) % 900;
+            let data = (0..size).map(|j| ((i * 7 + j) % 251) as u8).collect();
+            (key, data)
+        })
+        .collect()
+}
+
+async fn seed(store: &Store, objects: &[(String, Vec<u8>)]) {
+    use futures::StreamExt;
+    futures::stream::iter(objects)
+        .map(|(k, d)| async move {
+            store
+                .inner
+                .put(&store.path_of(k).unwrap(), PutPayload::from(d.clone()))
+                .await
+                .unwrap();
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+async fn contents(store: &Store) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for k in super::keys_at(store).await {
+        let b = store
+            .inner
+            .get(&store.path_of(&k).unwrap())
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        out.insert(k, b.to_vec());
+    }
+    out
+}
+
+fn plan(conf: &Path, plans: &Path, src: &str, dst: &str, shards: u32) -> std::path::PathBuf {
+    let o = moverctl()
+        .arg("--config")
+        .arg(conf)
+        .args(["plan", "--from", "onprem", "--to", "onprem", "--shards"])
+        .arg(shards.to_string())
+        .args([
+            "--src",
+            src,
+            "--dst",
+            dst,
+            "--save",
+            "sharded",
+            "--plans-dir",
+        ])
+        .arg(plans)
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    plans.join("sharded.toml")
+}
+
+fn exec(conf: &Path, plan: &Path, shard: &str, state: &Path) -> std::process::Command {
+    let mut c = moverctl();
+    c.arg("--config")
+        .arg(conf)
+        .args(["exec", "--json", "--transfers", "8", "--shard", shard])
+        .arg(plan)
+        .env("MOVERCTL_STATE_DIR", state);
+    c
+}
+
+#[test]
+fn shards_copy_everything_exactly_once_and_list_about_as_much_as_one_run() {
+    let Some(s) = servers() else { return };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let proxy = rt.block_on(Proxy::start(super::s3_upstream(&s)));
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "{}\n{}",
+            remotes_toml(&s),
+            proxy_remote_toml(&s, &proxy.endpoint())
+        ),
+    )
+    .unwrap();
+    // Over two LIST pages of 1000 keys, so that N shards listing everything would show.
+    let objects = corpus(1300);
+    let prefix = unique("shard-src");
+    let src = format!("viaproxy:{}/{prefix}", s.bucket_a);
+    let direct_src = Store::open(&format!("garage:{}/{prefix}", s.bucket_a), &remotes(&s)).unwrap();
+    rt.block_on(seed(&direct_src, &objects));
+    let dst = format!("garage:{}/{}", s.bucket_b, unique("shard-dst"));
+
+    // One unsharded run's listing, for comparison: a dry run lists both sides in full.
+    let o = moverctl()
+        .arg("--config")
+        .arg(&conf)
+        .args(["copy", "--json", "--dry-run"])
+        .args([&src, &dst])
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let one_run = summary(&o)["requests"]["list_source"].as_u64().unwrap();
+    assert!(one_run >= 2, "the corpus spans two pages: {one_run}");
+
+    let plans = work.path().join("plans");
+    let plan = plan(&conf, &plans, &src, &dst, 4);
+    let text = std::fs::read_to_string(&plan).unwrap();
+    let parsed = moverctl::plan::file::PlanFile::parse("plan", &text).unwrap();
+    let sh = parsed.shards.as_ref().unwrap();
+    assert_eq!(sh.count, 4);
+    assert!(sh.limits_are_per_shard);
+    assert_eq!(
+        sh.ranges.iter().map(|r| r.objects).sum::<u64>(),
+        objects.len() as u64
+    );
+    for r in &sh.ranges {
+        // Balanced: each range holds about a quarter of the objects.
+        assert!(r.objects > 250 && r.objects < 400, "{:?}", sh.ranges);
+    }
+    // The planning listing is not part of what the shards list.
+    let before = proxy.log().len();
+
+    let state = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..4)
+        .map(|k| {
+            exec(&conf, &plan, &format!("{k}/4"), state.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut copied = 0;
+    let mut list_src = 0;
+    let mut list_dst = 0;
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        expect(&o, 0);
+        let v = summary(&o);
+        copied += v["copied"]["objects"].as_u64().unwrap();
+        list_src += v["requests"]["list_source"].as_u64().unwrap();
+        list_dst += v["requests"]["list_destination"].as_u64().unwrap();
+    }
+    assert_eq!(copied, objects.len() as u64);
+    // Each shard lists its own range: at most one page more than its share per side, where
+    // every shard listing everything would make 4 x one_run.
+    assert!(
+        list_src <= one_run + 4 && list_src < 4 * one_run,
+        "LIST of the source: {list_src} by 4 shards, {one_run} by one run"
+    );
+    assert!(list_dst <= 4 + 4, "LIST of the destination: {list_dst}");
+
+    // Every source object read exactly once across all shards, counted at the proxy.
+    let mut gets: BTreeMap<String, u32> = BTreeMap::new();
+    for (method, target, _) in &proxy.log()[before..] {
+        if method == "GET" && !target.contains("list-type") {
+            *gets.entry(target.clone()).or_default() += 1;
+        }
+    }
+    assert_eq!(gets.len(), objects.len(), "one GET per object");
+    assert!(gets.values().all(|n| *n == 1), "an object read twice");
+
+    // Byte-exact at the destination, and no progress record among the data.
+    let dst_store = Store::open(&dst, &remotes(&s)).unwrap();
+    let got = rt.block_on(contents(&dst_store));
+    let want: BTreeMap<String, Vec<u8>> = objects.into_iter().collect();
+    assert!(got == want, "the destination differs from the source");
+
+    // status: four shards done, totals match.
+    let o = moverctl()
+        .arg("--config")
+        .arg(&conf)
+        .args(["status", "--json"])
+        .arg(&plan)
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["total"]["done"], true, "{v}");
+    assert_eq!(v["total"]["objects_done"], 1300, "{v}");
+    assert_eq!(v["total"]["states"]["done"], 4, "{v}");
+}
+
+#[test]
+fn a_shard_restarted_with_an_empty_state_folder_copies_nothing_again() {
+    let Some(s) = servers() else { return };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let objects = corpus(40);
+    // A local source: its listing has no MD5 ETags, so without the journal each object would
+    // be proved with one HEAD of the destination (Garage to Garage, equal ETags prove it alone).
+    let src_dir = tempfile::tempdir().unwrap();
+    for (k, d) in &objects {
+        let p = src_dir.path().join(k);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, d).unwrap();
+    }
+    let src = src_dir.path().to_str().unwrap().to_string();
+    let dst_prefix = unique("restart-dst");
+    let dst = format!("garage:{}/moves/{dst_prefix}", s.bucket_b);
+    let plans = work.path().join("plans");
+    let plan = plan(&conf, &plans, &src, &dst, 2);
+
+    // status before anything ran: both shards not started.
+    let status = || {
+        let o = moverctl()
+            .arg("--config")
+            .arg(&conf)
+            .args(["status", "--json"])
+            .arg(&plan)
+            .output()
+            .unwrap();
+        expect(&o, 0);
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let v = status();
+    assert_eq!(v["total"]["states"]["not_started"], 2, "{v}");
+
+    let first = tempfile::tempdir().unwrap();
+    let o = exec(&conf, &plan, "0/2", first.path()).output().unwrap();
+    expect(&o, 0);
+    let copied = summary(&o)["copied"]["objects"].as_u64().unwrap();
+    assert!(copied > 0);
+    let v = status();
+    assert_eq!(v["shards"][0]["state"], "done", "{v}");
+    assert_eq!(v["shards"][1]["state"], "not started", "{v}");
+    assert_eq!(v["shards"][0]["objects_done"], copied, "{v}");
+
+    // The progress records sit beside the copied prefix (moves/.moverctl-progress/<id>/).
+    let id = moverctl::plan::file::PlanFile::load(&plan)
+        .unwrap()
+        .shards
+        .unwrap()
+        .id;
+    let progress = Store::open(
+        &format!("garage:{}/moves/.moverctl-progress/{id}", s.bucket_b),
+        &remotes(&s),
+    )
+    .unwrap();
+    let records = rt.block_on(super::keys_at(&progress));
+    assert!(
+        records.iter().any(|k| k.starts_with("shard-0/seg-")),
+        "{records:?}"
+    );
+    assert!(records.contains(&"shard-0/status.json".to_string()));
+    // A listing of the parent (as a copy or sync of it would make) leaves them out.
+    let parent = Store::open(&format!("garage:{}/moves", s.bucket_b), &remotes(&s)).unwrap();
+    let listed = rt.block_on(super::keys_at(&parent));
+    assert!(!listed.is_empty());
+    assert!(
+        listed.iter().all(|k| !k.contains(".moverctl-progress")),
+        "{listed:?}"
+    );
+
+    // A fresh machine: another, empty state folder. Nothing copied, no HEAD, no PUT of data.
+    let fresh = tempfile::tempdir().unwrap();
+    let o = exec(&conf, &plan, "0/2", fresh.path()).output().unwrap();
+    expect(&o, 0);
+    let v = summary(&o);
+    assert_eq!(v["copied"]["objects"], 0, "{}", super::text(&o));
+    assert_eq!(v["requests"]["put"], 0, "{}", super::text(&o));
+    assert_eq!(v["requests"]["head"], 0, "{}", super::text(&o));
+    assert_eq!(v["requests"]["get"], 0, "{}", super::text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("verified objects taken from"),
+        "{}",
+        super::text(&o)
+    );
+
+    // The other shard, then the whole move is done and exact.
+    let o = exec(&conf, &plan, "1/2", fresh.path()).output().unwrap();
+    expect(&o, 0);
+    let v = status();
+    assert_eq!(v["total"]["done"], true, "{v}");
+    assert_eq!(v["total"]["objects_done"], 40, "{v}");
+    assert_eq!(v["total"]["eta_seconds"], 0.0, "{v}");
+    let dst_store = Store::open(&dst, &remotes(&s)).unwrap();
+    let got = rt.block_on(contents(&dst_store));
+    let want: BTreeMap<String, Vec<u8>> = objects.into_iter().collect();
+    assert!(got == want, "the destination differs from the source");
+}
+
+#[test]
+fn shard_counts_that_disagree_with_the_plan_are_refused() {
+    let Some(s) = servers() else { return };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let src = format!("garage:{}/{}", s.bucket_a, unique("refuse-src"));
+    let src_store = Store::open(&src, &remotes(&s)).unwrap();
+    rt.block_on(seed(&src_store, &corpus(5)));
+    let dst = format!("garage:{}/{}", s.bucket_b, unique("refuse-dst"));
+    let plan = plan(&conf, &work.path().join("plans"), &src, &dst, 2);
+    let state = tempfile::tempdir().unwrap();
+    let o = exec(&conf, &plan, "1/3", state.path()).output().unwrap();
+    expect(&o, 2);
+    assert!(super::text(&o).contains("plan has 2 shards"));
+    let o = exec(&conf, &plan, "auto", state.path())
+        .env_remove("JOB_COMPLETION_INDEX")
+        .env("SLURM_ARRAY_TASK_ID", "2")
+        .output()
+        .unwrap();
+    expect(&o, 2);
+    let o = exec(&conf, &plan, "auto", state.path())
+        .env_remove("JOB_COMPLETION_INDEX")
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .output()
+        .unwrap();
+    expect(&o, 2);
+    assert!(super::text(&o).contains("JOB_COMPLETION_INDEX"));
+    // A plan without shards.
+    let o = moverctl()
+        .args([
+            "plan", "--from", "onprem", "--to", "onprem", "--shards", "2",
+        ])
+        .args([
+            "--bytes",
+            "1GB",
+            "--objects",
+            "3",
+            "--src",
+            &src,
+            "--save",
+            "x",
+        ])
+        .arg("--plans-dir")
+        .arg(work.path())
+        .output()
+        .unwrap();
+    expect(&o, 2);
+}
