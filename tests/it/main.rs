@@ -14,6 +14,7 @@ mod refusals;
 mod regress;
 mod resume;
 mod shards;
+mod slurm;
 mod stores;
 mod sync;
 
