@@ -141,6 +141,7 @@ stop() {
     for _ in $(seq 1 20); do running "$DIR/$p.pid" || break; sleep 0.25; done
     rm -f "$DIR/$p.pid"
   done
+  rm -f "$ENV_FILE"
   log "stopped"
 }
 

@@ -22,4 +22,16 @@ fi
 # shellcheck disable=SC1090
 source "$env_file"
 export MOVERCTL_REQUIRE_SERVERS=1
+# A single-node Slurm cluster for the scale-out tests (tests/it/slurm.rs); stopped at the end
+# when this script started it.
+slurm_env="$(scripts/slurm.sh env)"
+slurm_started=0
+[ -f "$slurm_env" ] && pgrep -F "$(dirname "$slurm_env")/slurmctld.pid" >/dev/null 2>&1 || slurm_started=1
+scripts/slurm.sh start
+if [ "$slurm_started" = 1 ]; then
+  trap 'scripts/slurm.sh stop >/dev/null 2>&1 || true; [ "$started" = 1 ] && scripts/servers.sh stop >/dev/null 2>&1 || true' EXIT
+fi
+# shellcheck disable=SC1090
+source "$slurm_env"
+export MOVERCTL_REQUIRE_SLURM=1
 cargo test --locked "$@"

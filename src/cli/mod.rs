@@ -72,7 +72,8 @@ pub enum Command {
     /// (--delete, --max-delete, minimum storage durations), one run at a time, a one-line
     /// summary, --json and a Prometheus --metrics-file, each run priced.
     Sync(Box<sync_cmd::SyncArgs>),
-    /// Progress of a plan or copy from its journal (no store is contacted).
+    /// Progress of a plan or copy from its journal (no store is contacted); of a sharded plan,
+    /// every shard's record read from its progress location on the store.
     Status(status_cmd::StatusArgs),
 }
 

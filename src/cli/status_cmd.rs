@@ -1,5 +1,6 @@
 //! `moverctl status PLAN|JOURNAL` (or `--src/--dst`): a move's progress read from its journal,
-//! without touching either store.
+//! without touching either store. A sharded plan (`plan --shards N`) is read from its shards'
+//! progress records on the store instead (see `shard_cmd::status`).
 
 use super::CliError;
 use super::copy_cmd::usage;
