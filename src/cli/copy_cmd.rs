@@ -414,6 +414,9 @@ fn drive(
         if let Some(vs) = &vs {
             v["plan"] = vs.json();
         }
+        if let (Some(s), Some(p)) = (&shard, plan) {
+            v["shard"] = s.against_plan(&report, p).0;
+        }
         println!("{v}");
     } else {
         eprint!(
@@ -422,6 +425,9 @@ fn drive(
         );
         if let Some(vs) = &vs {
             eprint!("{}", vs.text());
+        }
+        if let (Some(s), Some(p)) = (&shard, plan) {
+            eprint!("{}", s.against_plan(&report, p).1);
         }
     }
     if let Some(m) = credentials_refused(&report, &src_shown, &dst_shown, &hint) {

@@ -294,6 +294,39 @@ impl ShardRun {
     }
 }
 
+impl ShardRun {
+    /// This shard's run against what the plan put in its range (objects, bytes) and the time the
+    /// plan predicts per shard; as JSON and as a line of text.
+    pub(super) fn against_plan(
+        &self,
+        r: &crate::transfer::Report,
+        plan: &PlanFile,
+    ) -> (serde_json::Value, String) {
+        let predicted: f64 = plan
+            .shards
+            .as_ref()
+            .and_then(|s| s.seconds_per_shard.parse().ok())
+            .unwrap_or(0.0);
+        let objects = r.copied + r.skipped;
+        let bytes = r.copied_bytes + r.skipped_bytes;
+        let secs = r.elapsed.as_secs_f64();
+        let json = serde_json::json!({
+            "index": self.id.index, "count": self.id.count, "plan_id": self.plan_id,
+            "planned": {"objects": self.planned.0, "bytes": self.planned.1,
+                        "seconds": predicted},
+            "done": {"objects": objects, "bytes": bytes, "seconds": secs},
+        });
+        let text = format!(
+            "shard {}: {objects} of {} planned objects, {} of {}, {secs:.1} s (the plan predicts {predicted:.1} s per shard); the whole move: moverctl status PLAN\n",
+            self.id,
+            self.planned.0,
+            fmt_bytes(bytes),
+            fmt_bytes(self.planned.1),
+        );
+        (json, text)
+    }
+}
+
 pub(super) fn progress_err(e: progress_store::ProgressError) -> CliError {
     match e {
         progress_store::ProgressError::Journal(j) => CliError::Journal(j),

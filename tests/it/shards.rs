@@ -241,8 +241,13 @@ fn a_shard_restarted_with_an_empty_state_folder_copies_nothing_again() {
     let first = tempfile::tempdir().unwrap();
     let o = exec(&conf, &plan, "0/2", first.path()).output().unwrap();
     expect(&o, 0);
-    let copied = summary(&o)["copied"]["objects"].as_u64().unwrap();
+    let v = summary(&o);
+    let copied = v["copied"]["objects"].as_u64().unwrap();
     assert!(copied > 0);
+    // The run against the plan's share for this shard.
+    assert_eq!(v["shard"]["index"], 0, "{v}");
+    assert_eq!(v["shard"]["done"]["objects"], copied, "{v}");
+    assert_eq!(v["shard"]["planned"]["objects"], copied, "{v}");
     let v = status();
     assert_eq!(v["shards"][0]["state"], "done", "{v}");
     assert_eq!(v["shards"][1]["state"], "not started", "{v}");
@@ -351,4 +356,59 @@ fn shard_counts_that_disagree_with_the_plan_are_refused() {
         .output()
         .unwrap();
     expect(&o, 2);
+}
+
+/// `--inventory` with `--src`: the split comes from the inventory (keys in any order, S3
+/// Inventory keys URL-decoded), the source is not listed, and the ranges cover every key once.
+#[test]
+fn a_split_from_an_unsorted_inventory_covers_every_key_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let inv = dir.path().join("inv.csv");
+    let mut keys: Vec<String> = (0..3000)
+        .map(|i| format!("k/{:05}", (i * 7919) % 3000))
+        .collect();
+    keys.push("sp ace/é".into());
+    let mut text = String::from("key,size\n");
+    for (i, k) in keys.iter().enumerate() {
+        text.push_str(&format!("{k},{}\n", 1000 + i % 7));
+    }
+    std::fs::write(&inv, text).unwrap();
+    let o = moverctl()
+        .args([
+            "plan", "--from", "onprem", "--to", "onprem", "--shards", "3",
+        ])
+        .arg("--inventory")
+        .arg(&inv)
+        // Never opened: the inventory describes it.
+        .args([
+            "--src",
+            "s3://nowhere-at-all/p",
+            "--save",
+            "inv",
+            "--plans-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let plan = moverctl::plan::file::PlanFile::load(&dir.path().join("inv.toml")).unwrap();
+    assert_eq!(plan.corpus.objects, 3001);
+    let sh = plan.shards.unwrap();
+    assert_eq!(sh.ranges.len(), 3);
+    for r in &sh.ranges {
+        assert!(r.objects > 800 && r.objects < 1200, "{:?}", sh.ranges);
+    }
+    let ranges: Vec<_> = (0..3).map(|k| sh.range(k)).collect();
+    for k in keys
+        .iter()
+        .map(String::as_str)
+        .chain(["", "a", "k/", "zzz", "k/01000\0"])
+    {
+        assert_eq!(
+            ranges.iter().filter(|r| r.contains(k)).count(),
+            1,
+            "{k:?} in {:?}",
+            sh.ranges
+        );
+    }
 }
