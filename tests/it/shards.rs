@@ -486,3 +486,48 @@ fn a_range_lists_exactly_its_keys_on_every_store() {
         assert_eq!(seen, keys, "{loc}");
     }
 }
+
+/// Progress records inside a mirrored prefix: `sync --delete` neither copies nor deletes them.
+#[test]
+fn sync_with_delete_leaves_progress_records_alone() {
+    let Some(s) = servers() else { return };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("kept.bin"), b"data").unwrap();
+    // A progress record at the source too: not data, so not copied.
+    std::fs::create_dir_all(src.path().join(".moverctl-progress/p")).unwrap();
+    std::fs::write(src.path().join(".moverctl-progress/p/x.json"), b"{}").unwrap();
+    let dst = format!("garage:{}/{}", s.bucket_b, unique("sync-progress"));
+    let dst_store = Store::open(&dst, &remotes(&s)).unwrap();
+    let record = ".moverctl-progress/abc/shard-0/status.json";
+    rt.block_on(seed(
+        &dst_store,
+        &[
+            (record.to_string(), b"{}".to_vec()),
+            ("stale.bin".to_string(), b"old".to_vec()),
+        ],
+    ));
+    let o = moverctl()
+        .arg("--config")
+        .arg(&conf)
+        .args(["sync", "--delete", "--max-delete", "100%", "--json"])
+        .arg(src.path())
+        .arg(&dst)
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let exists = |k: &str| {
+        rt.block_on(dst_store.inner.head(&dst_store.path_of(k).unwrap()))
+            .is_ok()
+    };
+    assert!(exists(record), "the progress record was deleted");
+    assert!(!exists("stale.bin"), "sync --delete did not run");
+    assert!(exists("kept.bin"));
+    assert!(
+        !exists(".moverctl-progress/p/x.json"),
+        "a progress record was copied"
+    );
+}
