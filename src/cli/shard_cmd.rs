@@ -57,6 +57,9 @@ pub(super) fn split_for(args: &PlanArgs) -> Result<Option<Split>, CliError> {
             "--shards writes the ranges into a plan file: add --save NAME",
         ));
     }
+    if let Some(p) = &args.progress {
+        crate::plan::file::check_location("--progress", p)?;
+    }
     let inventory = match &args.inventory {
         Some(p) => Some((p.as_path(), inventory_format(args)?)),
         None => None,
