@@ -200,9 +200,10 @@ pub(super) fn resolve(
         return Err(usage("--tpslimit must be at least 1"));
     }
     let limits = Limits::new(bw, e.tpslimit).with_concurrency(e.transfers);
-    let journal_path = e.journal.clone().unwrap_or_else(|| {
-        journal::default_path(&journal::state_dir(), &src.shown(), &dst.shown())
-    });
+    let journal_path = e
+        .journal
+        .clone()
+        .unwrap_or_else(|| journal::path_for(&journal::state_dir(), src, dst));
     Ok(Resolved {
         opts: CopyOptions {
             transfers: e.transfers,
@@ -274,7 +275,7 @@ fn drive(
     let _lock = if r.opts.dry_run {
         None
     } else {
-        let path = crate::lock::default_path(&src.shown(), &dst.shown());
+        let path = crate::lock::default_path(&src.identity, &dst.identity);
         let what = format!("copy {} {}", src.shown(), dst.shown());
         let (l, stale) = crate::lock::RunLock::acquire(&path, &what)?;
         if let Some(note) = stale
@@ -287,7 +288,7 @@ fn drive(
     let journal = if r.opts.dry_run {
         None
     } else {
-        Some(Journal::open(&r.journal_path, &src.shown(), &dst.shown())?)
+        Some(Journal::open_pair(&r.journal_path, &src, &dst)?)
     };
     let src_shown = src.shown();
     let dst_shown = dst.shown();

@@ -81,6 +81,9 @@ pub struct Store {
     pub s3_anonymous: bool,
     /// What this store does for integrity (see [`caps`]): the executor reads this, never `kind`.
     pub caps: caps::Capabilities,
+    /// What this store is, however it was spelled ([`overlap::identity`]): journals and locks
+    /// are keyed by it.
+    pub identity: String,
     /// Where this store's credentials came from, named for messages ("the environment variables
     /// K and S (the remote's …)", "AWS profile \"prod\" (…)"), never a value.
     pub credentials: String,
@@ -314,6 +317,12 @@ pub fn remote_of<'r>(loc: &Location, remotes: &'r Remotes) -> Option<&'r Remote>
     }
 }
 
+/// The identity of a location as given (see [`overlap::identity`]), without opening it.
+pub fn identity_of(given: &str, remotes: &Remotes) -> Result<String, OpenError> {
+    let loc = Location::parse(given, remotes)?;
+    overlap::identity(&loc, remote_of(&loc, remotes))
+}
+
 impl Store {
     /// Parse and open a location that must already exist (a source): a local folder is never
     /// created, and one that is missing or is not a folder is refused.
@@ -353,6 +362,7 @@ impl Store {
         role: Role,
     ) -> Result<Store, OpenError> {
         let shown = loc.shown();
+        let identity = overlap::identity(&loc, remote)?;
         let provider = remote.and_then(|r| r.provider.clone());
         let storage_class = remote.and_then(|r| r.storage_class.clone());
         let prefix = loc.prefix().to_string();
@@ -378,6 +388,7 @@ impl Store {
                     caps: caps::Capabilities::for_kind(Kind::S3),
                     s3_anonymous,
                     credentials,
+                    identity: identity.clone(),
                 })
             }
             Location::Gcs { bucket, .. } => {
@@ -415,6 +426,7 @@ impl Store {
                     caps: caps::Capabilities::for_kind(Kind::Gcs),
                     s3_anonymous: false,
                     credentials,
+                    identity: identity.clone(),
                 })
             }
             Location::Azure { container, .. } => {
@@ -469,6 +481,7 @@ impl Store {
                     caps: caps::Capabilities::for_kind(Kind::Azure),
                     s3_anonymous: false,
                     credentials,
+                    identity: identity.clone(),
                 })
             }
             Location::Local { root } => {
@@ -501,6 +514,7 @@ impl Store {
                     caps: caps::Capabilities::for_kind(Kind::Local),
                     s3_anonymous: false,
                     credentials: "none needed (a local folder)".into(),
+                    identity: identity.clone(),
                 })
             }
             Location::Memory { .. } => {
@@ -521,6 +535,7 @@ impl Store {
                     caps: caps::Capabilities::for_kind(Kind::Memory),
                     s3_anonymous: false,
                     credentials: "none needed (in memory)".into(),
+                    identity: identity.clone(),
                 })
             }
         }
