@@ -8,6 +8,7 @@ mod faults;
 mod identity;
 mod listing;
 mod matrix;
+mod ops;
 mod plan_file;
 mod plan_golden;
 mod probe;
