@@ -209,9 +209,10 @@ pub(super) fn resolve(
         return Err(usage("--tpslimit must be at least 1"));
     }
     let limits = Limits::new(bw, e.tpslimit).with_concurrency(e.transfers);
-    let journal_path = e.journal.clone().unwrap_or_else(|| {
-        journal::default_path(&journal::state_dir(), &src.shown(), &dst.shown())
-    });
+    let journal_path = e
+        .journal
+        .clone()
+        .unwrap_or_else(|| journal::path_for(&journal::state_dir(), src, dst));
     Ok(Resolved {
         opts: CopyOptions {
             transfers: e.transfers,
@@ -281,8 +282,8 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
     {
         r.journal_path = journal::default_path(
             &journal::state_dir(),
-            &src.shown(),
-            &format!("{}{}", dst.shown(), s.tag()),
+            &src.identity,
+            &format!("{}{}", dst.identity, s.tag()),
         );
     }
     drive(src, dst, r, Some(&plan), catalog, shard)
@@ -303,7 +304,7 @@ fn drive(
     let _lock = if r.opts.dry_run {
         None
     } else {
-        let path = crate::lock::default_path(&src.shown(), &format!("{}{tag}", dst.shown()));
+        let path = crate::lock::default_path(&src.identity, &format!("{}{tag}", dst.identity));
         let what = format!("copy {} {}", src.shown(), dst.shown());
         let (l, stale) = crate::lock::RunLock::acquire(&path, &what)?;
         if let Some(note) = stale
@@ -316,7 +317,7 @@ fn drive(
     let mut journal = if r.opts.dry_run {
         None
     } else {
-        Some(Journal::open(&r.journal_path, &src.shown(), &dst.shown())?)
+        Some(Journal::open_pair(&r.journal_path, &src, &dst)?)
     };
     // A shard rebuilds its journal from its progress records and writes them as it goes.
     let shard_start = match (&shard, journal.as_mut()) {

@@ -4,6 +4,7 @@
 mod copy_cmd;
 mod copy_summary;
 pub mod exit;
+pub mod log;
 mod ls_cmd;
 mod metrics;
 mod plan_cmd;
@@ -45,6 +46,8 @@ pub struct Cli {
         default_value = "4m"
     )]
     pub retry_timeout: String,
+    #[command(flatten)]
+    pub log: log::LogArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -225,6 +228,7 @@ pub fn main() -> std::process::ExitCode {
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
+    log::init(&cli.log)?;
     let window = humantime::parse_duration(&cli.retry_timeout)
         .map_err(|e| CliError::Usage(format!("--retry-timeout {:?}: {e}", cli.retry_timeout)))?;
     crate::store::retry::set_timeout(window);

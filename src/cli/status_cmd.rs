@@ -33,8 +33,21 @@ pub struct StatusArgs {
 
 /// `moverctl status PLAN|JOURNAL` (or `--src/--dst`): progress from the journal, no store access.
 pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError> {
-    use crate::store::location::Location;
-    let shown = |l: &str| Location::parse(l, remotes).map(|l| l.shown());
+    // Keyed by identity; a journal an earlier version kept under the spelled locations is found
+    // too (the next copy or exec moves it).
+    let journal_of = |s: &str, d: &str| -> Result<std::path::PathBuf, CliError> {
+        let state = journal::state_dir();
+        let id = |l: &str| crate::store::identity_of(l, remotes);
+        let shown =
+            |l: &str| crate::store::location::Location::parse(l, remotes).map(|l| l.shown());
+        let path = journal::default_path(&state, &id(s)?, &id(d)?);
+        let old = journal::default_path(&state, &shown(s)?, &shown(d)?);
+        Ok(if !path.exists() && old.exists() {
+            old
+        } else {
+            path
+        })
+    };
     let (path, corpus) = match (&args.target, &args.src, &args.dst) {
         (Some(t), _, _) if t.extension().is_some_and(|e| e == "sqlite") => (t.clone(), None),
         (Some(t), _, _) => {
@@ -68,13 +81,10 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
                     t.display()
                 )));
             };
-            let path = journal::default_path(&journal::state_dir(), &shown(&s)?, &shown(&d)?);
+            let path = journal_of(&s, &d)?;
             (path, Some((p.corpus.bytes, p.corpus.objects)))
         }
-        (None, Some(s), Some(d)) => (
-            journal::default_path(&journal::state_dir(), &shown(s)?, &shown(d)?),
-            None,
-        ),
+        (None, Some(s), Some(d)) => (journal_of(s, d)?, None),
         _ => {
             return Err(usage(
                 "give a plan file, a journal file, or --src and --dst",

@@ -102,7 +102,7 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
     let lock_path = args
         .lock
         .clone()
-        .unwrap_or_else(|| crate::lock::default_path(&src_shown, &dst_shown));
+        .unwrap_or_else(|| crate::lock::default_path(&src.identity, &dst.identity));
     let mut notes: Vec<String> = Vec::new();
     let _lock = if dry_run {
         None
@@ -208,7 +208,7 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
     let journal = if dry_run && !res.journal_path.exists() {
         None
     } else {
-        Some(Journal::open(&res.journal_path, &src_shown, &dst_shown).map_err(CliError::Journal)?)
+        Some(Journal::open_pair(&res.journal_path, &src, &dst).map_err(CliError::Journal)?)
     };
     let policy = DeletePolicy {
         delete: args.delete,

@@ -81,6 +81,9 @@ pub struct Store {
     pub s3_anonymous: bool,
     /// What this store does for integrity (see [`caps`]): the executor reads this, never `kind`.
     pub caps: caps::Capabilities,
+    /// What this store is, however it was spelled ([`overlap::identity`]): journals and locks
+    /// are keyed by it.
+    pub identity: String,
     /// Where this store's credentials came from, named for messages ("the environment variables
     /// K and S (the remote's …)", "AWS profile \"prod\" (…)"), never a value.
     pub credentials: String,
@@ -316,6 +319,12 @@ pub fn remote_of<'r>(loc: &Location, remotes: &'r Remotes) -> Option<&'r Remote>
     }
 }
 
+/// The identity of a location as given (see [`overlap::identity`]), without opening it.
+pub fn identity_of(given: &str, remotes: &Remotes) -> Result<String, OpenError> {
+    let loc = Location::parse(given, remotes)?;
+    overlap::identity(&loc, remote_of(&loc, remotes))
+}
+
 impl Store {
     /// Parse and open a location that must already exist (a source): a local folder is never
     /// created, and one that is missing or is not a folder is refused.
@@ -355,10 +364,12 @@ impl Store {
         role: Role,
     ) -> Result<Store, OpenError> {
         let shown = loc.shown();
+        let identity = overlap::identity(&loc, remote)?;
         let provider = remote.and_then(|r| r.provider.clone());
         let storage_class = remote.and_then(|r| r.storage_class.clone());
         let prefix = loc.prefix().to_string();
         let observer = Arc::new(http::Observer::default());
+        observer.set_label(shown.clone());
         match &loc {
             Location::S3 { bucket, .. } => {
                 let (s, credentials) = build_s3_described(&loc, bucket, remote, observer.clone())?;
@@ -381,6 +392,7 @@ impl Store {
                     s3_anonymous,
                     range: None,
                     credentials,
+                    identity: identity.clone(),
                 })
             }
             Location::Gcs { bucket, .. } => {
@@ -419,6 +431,7 @@ impl Store {
                     s3_anonymous: false,
                     range: None,
                     credentials,
+                    identity: identity.clone(),
                 })
             }
             Location::Azure { container, .. } => {
@@ -474,6 +487,7 @@ impl Store {
                     s3_anonymous: false,
                     range: None,
                     credentials,
+                    identity: identity.clone(),
                 })
             }
             Location::Local { root } => {
@@ -507,6 +521,7 @@ impl Store {
                     s3_anonymous: false,
                     range: None,
                     credentials: "none needed (a local folder)".into(),
+                    identity: identity.clone(),
                 })
             }
             Location::Memory { .. } => {
@@ -528,6 +543,7 @@ impl Store {
                     s3_anonymous: false,
                     range: None,
                     credentials: "none needed (in memory)".into(),
+                    identity: identity.clone(),
                 })
             }
         }

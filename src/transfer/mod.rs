@@ -470,8 +470,23 @@ async fn copy_with_retries(ctx: &Ctx, entry: &Entry) -> (Result<copy::Outcome, C
                     ctx.limits.on_throttled();
                 }
                 if !e.retryable() || attempt > ctx.opts.retries {
+                    tracing::warn!(
+                        target: "moverctl::copy",
+                        key = %entry.key,
+                        attempts = attempt,
+                        "{}: failed after {attempt} attempts: {e}",
+                        entry.key
+                    );
                     return (Err(e), attempt);
                 }
+                tracing::info!(
+                    target: "moverctl::copy",
+                    key = %entry.key,
+                    attempt,
+                    "{}: attempt {attempt} of {} failed: {e}; copying it again",
+                    entry.key,
+                    ctx.opts.retries + 1
+                );
                 tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
             }
         }
