@@ -131,7 +131,12 @@ pub struct EgressTier {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Transfer {
+    /// Reads inside one region of this provider (to its own compute there, or a copy between two
+    /// buckets of that region).
     pub same_region_per_gb: Dec,
+    /// Said when reads are priced at `same_region_per_gb` but the sources do not confirm it.
+    #[serde(default)]
+    pub same_region_caveat: Option<String>,
     pub inter_region_per_gb: Dec,
     pub source: String,
     pub as_of: Datetime,

@@ -15,7 +15,9 @@ use crate::catalog::{Catalog, Place};
 use crate::money::Usd;
 use crate::plan::corpus::{Corpus, InventoryFormat};
 use crate::plan::file::{PlanFile, PlanInputs};
-use crate::plan::model::{Assumptions, Candidate, evaluate, rank};
+use crate::plan::horizon;
+use crate::plan::horizon::{ComputeAt, Reads};
+use crate::plan::model::{Assumptions, Candidate, Kind, evaluate, rank};
 use crate::plan::render;
 use crate::units::{parse_bytes, parse_rate};
 use clap::Args;
@@ -76,9 +78,23 @@ pub struct PlanArgs {
         default_value = "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass"
     )]
     pub s3_columns: String,
-    /// Months of destination storage to price.
+    /// Months of destination storage to price (the horizon).
     #[arg(long, default_value_t = 12)]
     pub months: u32,
+    /// Where the GPUs that read the corpus run: PROVIDER[:REGION] (a GPU cloud without a provider
+    /// file, e.g. lambda, is priced as reached over the internet). Adds "stay" as a candidate and
+    /// prices every month's reads.
+    #[arg(long, value_name = "PROVIDER[:REGION]")]
+    pub compute_at: Option<String>,
+    /// Full reads of the corpus per month by the compute location (fractional allowed: 0.5).
+    #[arg(long, value_name = "R", allow_hyphen_values = true, requires = "compute_at", conflicts_with_all = ["epochs", "over_months"])]
+    pub reads_per_month: Option<String>,
+    /// Epochs (full reads of the corpus) over --over-months months.
+    #[arg(long, value_name = "E", allow_hyphen_values = true, requires_all = ["compute_at", "over_months"])]
+    pub epochs: Option<String>,
+    /// Months the --epochs are spread over; also the horizon (replaces --months).
+    #[arg(long, value_name = "M", requires = "epochs", conflicts_with = "months")]
+    pub over_months: Option<u32>,
     /// Path bandwidth between source and destination.
     #[arg(long, default_value = "10Gbps")]
     pub bandwidth: String,
@@ -155,7 +171,7 @@ fn usage(m: impl Into<String>) -> CliError {
     CliError::Usage(m.into())
 }
 
-fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
+fn resolve(catalog: &Catalog, mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
     if args.example {
         let mut argv = vec!["plan"];
         argv.extend_from_slice(EXAMPLE);
@@ -228,8 +244,10 @@ fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
     if part < MIB {
         return Err(usage("--part-size must be at least 1MiB"));
     }
+    let (months, reads) = reads_of(catalog, &args)?;
     let assumptions = Assumptions {
-        months: args.months,
+        months,
+        reads,
         bandwidth: rate("--bandwidth", &args.bandwidth)?,
         workers: positive("--workers", args.workers)?,
         worker_nic: rate("--worker-nic", &args.worker_nic)?,
@@ -256,6 +274,91 @@ fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
         },
         args,
     ))
+}
+
+/// The horizon and the reads: `--compute-at` with `--reads-per-month` or `--epochs/--over-months`.
+fn reads_of(catalog: &Catalog, args: &PlanArgs) -> Result<(u32, Option<Reads>), CliError> {
+    let number = |flag: &str, v: &str| -> Result<Decimal, CliError> {
+        let d: Decimal = v
+            .trim()
+            .parse()
+            .map_err(|_| usage(format!("{flag} {v:?}: give a number such as 4 or 0.5")))?;
+        if d.is_sign_negative() && !d.is_zero() {
+            return Err(usage(format!("{flag} {v:?} must be zero or more")));
+        }
+        Ok(d)
+    };
+    let months = args.over_months.unwrap_or(args.months);
+    if args.over_months == Some(0) {
+        return Err(usage("--over-months must be at least 1"));
+    }
+    let Some(at) = &args.compute_at else {
+        return Ok((months, None));
+    };
+    let per_month = match (&args.reads_per_month, &args.epochs, args.over_months) {
+        (Some(r), _, _) => number("--reads-per-month", r)?,
+        (None, Some(e), Some(m)) => number("--epochs", e)? / Decimal::from(m),
+        _ => {
+            return Err(usage(
+                "--compute-at needs how the corpus is read: --reads-per-month R, or --epochs E --over-months M",
+            ));
+        }
+    };
+    Ok((
+        months,
+        Some(Reads {
+            compute: compute_at(catalog, at)?,
+            per_month,
+        }),
+    ))
+}
+
+/// `PROVIDER[:REGION]` of the compute location. A provider with a catalog file must name one of its
+/// regions (default: its default region); any other name is a place reached over the internet.
+fn compute_at(catalog: &Catalog, given: &str) -> Result<ComputeAt, CliError> {
+    let given = given.trim();
+    let (pid, region) = match given.split_once(':') {
+        Some((p, r)) => (p.trim(), Some(r.trim())),
+        None => (given, None),
+    };
+    if pid.is_empty()
+        || !pid
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        || given.contains('/')
+    {
+        return Err(usage(format!(
+            "--compute-at {given:?}: give PROVIDER[:REGION], e.g. coreweave or aws:us-east-1 (no storage class)"
+        )));
+    }
+    match catalog.get(pid) {
+        Ok(p) => {
+            let region = region.unwrap_or(&p.file.default_region);
+            if !p.file.regions.iter().any(|r| r.id == region) {
+                return Err(usage(format!(
+                    "--compute-at {given:?}: {pid} has no region {region:?}; its regions: {}",
+                    p.file
+                        .regions
+                        .iter()
+                        .map(|r| r.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            Ok(ComputeAt {
+                given: given.to_string(),
+                provider: pid.to_string(),
+                region: Some(region.to_string()),
+                in_catalog: true,
+            })
+        }
+        Err(_) => Ok(ComputeAt {
+            given: given.to_string(),
+            provider: pid.to_string(),
+            region: region.map(str::to_string),
+            in_catalog: false,
+        }),
+    }
 }
 
 const DEFAULT_STREAM: &str = "90MB/s";
@@ -358,7 +461,7 @@ struct ExampleParser {
 
 pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
     let example = args.example;
-    let (r, args) = resolve(args)?;
+    let (r, args) = resolve(catalog, args)?;
     let src = Place::resolve(catalog, &r.from)?;
     let dests: Vec<Place> =
         r.to.iter()
@@ -385,14 +488,24 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
         .zip(&assumed)
         .map(|(d, a)| evaluate(&src, d, &r.corpus, a))
         .collect();
-    let ranked = rank(cands);
-    let index_of = |c: &Candidate| {
-        dests
-            .iter()
-            .position(|d| d.canonical() == c.resolved)
-            .expect("every candidate comes from a destination")
+    let ranked = match &r.assumptions.reads {
+        Some(_) => horizon::move_or_stay(
+            cands,
+            horizon::stay(&src, &r.corpus, &r.assumptions),
+            r.assumptions.months,
+        ),
+        None => rank(cands),
     };
-    let best = ranked.first().map(index_of);
+    // The destination a move candidate came from ("stay" has none).
+    let index_of = |c: &Candidate| {
+        (c.kind == Kind::Move).then(|| {
+            dests
+                .iter()
+                .position(|d| d.canonical() == c.resolved)
+                .expect("every move comes from a destination")
+        })
+    };
+    let best = ranked.iter().find_map(index_of);
     let best_assumptions = best.map_or(&r.assumptions, |i| &assumed[i]);
     if args.json {
         let mut v = render::json(&src, &r.corpus, best_assumptions, &ranked);
@@ -401,8 +514,8 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
             .map_or(serde_json::Value::Null, ProbeUse::json);
         if let Some(cs) = v["candidates"].as_array_mut() {
             for (c, out) in ranked.iter().zip(cs.iter_mut()) {
-                out["probe"] = probes[index_of(c)]
-                    .as_ref()
+                out["probe"] = index_of(c)
+                    .and_then(|i| probes[i].as_ref())
                     .map_or(serde_json::Value::Null, ProbeUse::json);
             }
         }
@@ -428,10 +541,21 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
     }
     if let Some(name) = &args.save {
         let idx = match &args.pick {
-            None => 0,
+            None => ranked
+                .iter()
+                .position(|c| c.kind == Kind::Move)
+                .ok_or_else(|| usage("--save: no destination to move to"))?,
+            Some(p) if p == "stay" => {
+                return Err(usage(
+                    "--pick stay: staying is not a move, so there is no plan to save; pick a destination",
+                ));
+            }
             Some(p) => ranked
                 .iter()
-                .position(|c| &c.destination == p || &c.resolved == p || c.provider == *p)
+                .position(|c| {
+                    c.kind == Kind::Move
+                        && (&c.destination == p || &c.resolved == p || c.provider == *p)
+                })
                 .ok_or_else(|| {
                     usage(format!(
                         "--pick {p:?} is not one of the destinations: {}",
@@ -444,12 +568,12 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
                 })?,
         };
         let chosen = &ranked[idx];
-        let dst_index = index_of(chosen);
+        let dst_index = index_of(chosen).expect("a saved plan is a move");
         let dst_place = &dests[dst_index];
         let others: Vec<Candidate> = ranked
             .iter()
             .enumerate()
-            .filter(|(i, _)| *i != idx)
+            .filter(|(i, c)| *i != idx && c.kind == Kind::Move)
             .map(|(_, c)| c.clone())
             .collect();
         let plan = PlanFile::build(PlanInputs {

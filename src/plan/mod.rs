@@ -1,4 +1,5 @@
 pub mod corpus;
 pub mod file;
+pub mod horizon;
 pub mod model;
 pub mod render;

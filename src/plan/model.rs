@@ -17,8 +17,13 @@
 //! - `exit_egress`: what leaving the destination again would cost (internet egress of the corpus).
 //! - `gpu_idle`: transfer hours × GPU cost per hour.
 //!
-//! `total` = all of the above except `storage_per_month` (counted through `storage_horizon`) and
-//! `exit_egress` (reported beside it).
+//! - `read_egress`, `read_requests`, `read_retrieval` (only with `--compute-at`): every month of the
+//!   horizon, the corpus read `reads_per_month` times from the destination by the compute location
+//!   (see [`super::horizon`]); `reads_per_month` is their monthly sum.
+//!
+//! `total` = all of the above except `storage_per_month` (counted through `storage_horizon`),
+//! `reads_per_month` (counted through the three `read_*` items) and `exit_egress` (reported
+//! beside it).
 
 use super::corpus::Corpus;
 use crate::catalog::parts::{PartRule, Upload, part_plan};
@@ -50,6 +55,8 @@ pub struct Assumptions {
     pub gpu_hourly: Usd,
     pub exit_waiver: bool,
     pub part_rule: PartRule,
+    /// Where training runs and how often it reads the corpus (`--compute-at`, `--reads-per-month`).
+    pub reads: Option<super::horizon::Reads>,
 }
 
 impl Default for Assumptions {
@@ -66,6 +73,7 @@ impl Default for Assumptions {
             gpu_hourly: Usd::ZERO,
             exit_waiver: false,
             part_rule: PartRule::default(),
+            reads: None,
         }
     }
 }
@@ -83,6 +91,12 @@ pub struct Cost {
     pub early_deletion: Usd,
     pub exit_egress: Usd,
     pub gpu_idle: Usd,
+    /// Reads over the horizon: egress to the compute location, GET requests, retrieval fees.
+    pub read_egress: Usd,
+    pub read_requests: Usd,
+    pub read_retrieval: Usd,
+    /// The three read items of one month.
+    pub reads_per_month: Usd,
 }
 
 impl Cost {
@@ -94,10 +108,27 @@ impl Cost {
             + self.storage_horizon
             + self.early_deletion
             + self.gpu_idle
+            + self.read_egress
+            + self.read_requests
+            + self.read_retrieval
+    }
+
+    /// What is paid once, before the horizon's months: the move and the GPUs idling through it.
+    pub fn one_time(&self) -> Usd {
+        self.egress
+            + self.source_requests
+            + self.destination_requests
+            + self.retrieval
+            + self.gpu_idle
+    }
+
+    /// What every month of the horizon costs: storage and reads.
+    pub fn monthly(&self) -> Usd {
+        self.storage_per_month + self.reads_per_month
     }
 
     /// Named items, in report order (storage per month and exit egress are beside the total).
-    pub fn items(&self) -> [(&'static str, Usd); 10] {
+    pub fn items(&self) -> [(&'static str, Usd); 14] {
         [
             ("egress", self.egress),
             ("source_requests", self.source_requests),
@@ -108,6 +139,10 @@ impl Cost {
             ("early_deletion", self.early_deletion),
             ("exit_egress", self.exit_egress),
             ("gpu_idle", self.gpu_idle),
+            ("read_egress", self.read_egress),
+            ("read_requests", self.read_requests),
+            ("read_retrieval", self.read_retrieval),
+            ("reads_per_month", self.reads_per_month),
             ("total", self.total()),
         ]
     }
@@ -164,8 +199,25 @@ pub struct Counts {
     pub max_part_size: u64,
 }
 
+/// A candidate is a move to a destination, or staying where the data is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Move,
+    Stay,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Move => "move",
+            Kind::Stay => "stay",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Candidate {
+    pub kind: Kind,
     pub destination: String,
     pub resolved: String,
     pub provider: String,
@@ -173,6 +225,11 @@ pub struct Candidate {
     pub time: Time,
     pub counts: Counts,
     pub warnings: Vec<String>,
+    /// How the compute location reads from this candidate's store (with `--compute-at`).
+    pub reads: Option<super::horizon::ReadPlan>,
+    /// First month from which this candidate has cost no more than staying, to the end of the
+    /// horizon (0: from the start); `None` if never within the horizon, or for "stay" itself.
+    pub break_even_month: Option<u32>,
 }
 
 /// Price and time one move of `corpus` from `src` to `dst`.
@@ -307,25 +364,36 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         ));
     }
 
+    let mut cost = Cost {
+        egress,
+        egress_before_waiver,
+        source_requests,
+        destination_requests,
+        retrieval,
+        storage_per_month,
+        storage_horizon,
+        early_deletion,
+        exit_egress,
+        gpu_idle,
+        ..Cost::default()
+    };
+    let reads = a.reads.as_ref().map(|r| {
+        let p = super::horizon::read_month(dst, corpus, r, &mut warnings);
+        super::horizon::apply_reads(&mut cost, &p, a.months);
+        p
+    });
+
     Candidate {
+        kind: Kind::Move,
         destination: dst.given.clone(),
         resolved: dst.canonical(),
         provider: dst.provider_id().to_string(),
-        cost: Cost {
-            egress,
-            egress_before_waiver,
-            source_requests,
-            destination_requests,
-            retrieval,
-            storage_per_month,
-            storage_horizon,
-            early_deletion,
-            exit_egress,
-            gpu_idle,
-        },
+        cost,
         time,
         counts,
         warnings,
+        reads,
+        break_even_month: None,
     }
 }
 
@@ -519,7 +587,7 @@ fn source_class_of<'c>(
     })
 }
 
-fn storage_month(dst: &Place, corpus: &Corpus, warnings: &mut Vec<String>) -> Usd {
+pub(super) fn storage_month(dst: &Place, corpus: &Corpus, warnings: &mut Vec<String>) -> Usd {
     let class = dst.class;
     let mut billed: u128 = 0;
     let mut raw: u128 = 0;

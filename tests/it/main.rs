@@ -9,6 +9,7 @@ mod listing;
 mod matrix;
 mod plan_file;
 mod plan_golden;
+mod plan_horizon;
 mod probe;
 mod refusals;
 mod regress;
