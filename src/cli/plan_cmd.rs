@@ -17,8 +17,9 @@ use crate::plan::corpus::{Corpus, InventoryFormat};
 use crate::plan::file::{PlanFile, PlanInputs};
 use crate::plan::horizon;
 use crate::plan::horizon::{ComputeAt, Reads};
-use crate::plan::model::{Assumptions, Candidate, Kind, evaluate, rank};
+use crate::plan::model::{Assumptions, Candidate, Kind, bucket_classes, evaluate, rank};
 use crate::plan::render;
+use crate::plan::restore::{self, TierChoice};
 use crate::units::{parse_bytes, parse_rate};
 use clap::Args;
 use rust_decimal::Decimal;
@@ -139,6 +140,10 @@ pub struct PlanArgs {
     /// Objects above this size are uploaded in parts.
     #[arg(long, default_value = "64MiB")]
     pub multipart_threshold: String,
+    /// Restore tier for archive-class source objects: bulk, standard, expedited, or auto (the
+    /// lowest retrieval fees + GPU idle during the restore) [default: each class's standard restore].
+    #[arg(long, value_name = "TIER")]
+    pub restore_tier: Option<String>,
     /// Print JSON (schema moverctl.plan/1) instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -248,6 +253,7 @@ fn resolve(catalog: &Catalog, mut args: PlanArgs) -> Result<(Resolved, PlanArgs)
     let assumptions = Assumptions {
         months,
         reads,
+        restore: None,
         bandwidth: rate("--bandwidth", &args.bandwidth)?,
         workers: positive("--workers", args.workers)?,
         worker_nic: rate("--worker-nic", &args.worker_nic)?,
@@ -463,6 +469,24 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
     let example = args.example;
     let (r, args) = resolve(catalog, args)?;
     let src = Place::resolve(catalog, &r.from)?;
+    let mut r = r;
+    if let Some(t) = &args.restore_tier {
+        let choice = TierChoice::parse(t).map_err(usage)?;
+        r.assumptions.restore = restore::choose(
+            &src,
+            &r.corpus,
+            &bucket_classes(&src, &r.corpus),
+            choice,
+            r.assumptions.gpu_hourly,
+        )
+        .map_err(usage)?;
+        if r.assumptions.restore.is_none() {
+            eprintln!(
+                "note: --restore-tier {t}: no object of the corpus is in an archive class at {}; nothing to restore",
+                src.canonical()
+            );
+        }
+    }
     let dests: Vec<Place> =
         r.to.iter()
             .map(|d| Place::resolve(catalog, d))

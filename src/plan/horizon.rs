@@ -234,6 +234,7 @@ pub fn stay(src: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
         warnings,
         reads,
         break_even_month: None,
+        restore: None,
     }
 }
 

@@ -3,3 +3,4 @@ pub mod file;
 pub mod horizon;
 pub mod model;
 pub mod render;
+pub mod restore;

@@ -57,6 +57,9 @@ pub struct Assumptions {
     pub part_rule: PartRule,
     /// Where training runs and how often it reads the corpus (`--compute-at`, `--reads-per-month`).
     pub reads: Option<super::horizon::Reads>,
+    /// The restore tier chosen for archive-class source objects (`--restore-tier`); `None`: each
+    /// class's default restore.
+    pub restore: Option<super::restore::Restore>,
 }
 
 impl Default for Assumptions {
@@ -74,6 +77,7 @@ impl Default for Assumptions {
             exit_waiver: false,
             part_rule: PartRule::default(),
             reads: None,
+            restore: None,
         }
     }
 }
@@ -230,6 +234,8 @@ pub struct Candidate {
     /// First month from which this candidate has cost no more than staying, to the end of the
     /// horizon (0: from the start); `None` if never within the horizon, or for "stay" itself.
     pub break_even_month: Option<u32>,
+    /// The restore tier priced, and why (archive sources with `--restore-tier`).
+    pub restore: Option<super::restore::Restore>,
 }
 
 /// Price and time one move of `corpus` from `src` to `dst`.
@@ -248,7 +254,12 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         ));
     }
 
-    let time = transfer_time(src, dst, corpus, &counts, a);
+    let mut time = transfer_time(src, dst, corpus, &counts, a);
+    if let Some(r) = &a.restore {
+        let restore = Decimal::from(r.chosen.hours) * Decimal::from(3600);
+        time.seconds = time.seconds - time.restore_seconds + restore;
+        time.restore_seconds = restore;
+    }
     let months_moving = months_of(time.seconds);
 
     // Egress out of the source.
@@ -297,6 +308,11 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     let mut restore_hours = 0u32;
     for b in &corpus.buckets {
         let class = source_class_of(src, b.class.as_deref(), &mut warnings);
+        if class.archive && a.restore.is_some() {
+            // Priced below at the chosen restore tier.
+            archive_objects += b.count;
+            continue;
+        }
         retrieval += Usd(gb(b.bytes, src.bytes_per_gb()) * class.retrieval_per_gb.0);
         if let Some(rp) = &class.retrieval_request {
             retrieval += request_cost(rp, b.count, 1);
@@ -304,6 +320,19 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         if class.archive {
             archive_objects += b.count;
             restore_hours = restore_hours.max(class.restore_hours.unwrap_or(12));
+        }
+    }
+    if let Some(r) = &a.restore {
+        retrieval += r.chosen.fees;
+        restore_hours = restore_hours.max(r.chosen.hours);
+        warnings.push(r.why.clone());
+        if r.chosen.hours_assumed {
+            warnings.push(format!(
+                "no source gives how long a {} restore takes at {}; {} h is assumed",
+                r.chosen.tier,
+                src.provider_id(),
+                r.chosen.hours
+            ));
         }
     }
     if archive_objects > 0 {
@@ -394,7 +423,23 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         warnings,
         reads,
         break_even_month: None,
+        restore: a.restore.clone(),
     }
+}
+
+/// The catalog class of each corpus bucket at the source (an inventory's class names resolved;
+/// unknown names and flag-built corpora take the source's class).
+pub fn bucket_classes<'c>(src: &Place<'c>, corpus: &Corpus) -> Vec<&'c StorageClass> {
+    corpus
+        .buckets
+        .iter()
+        .map(|b| {
+            b.class
+                .as_deref()
+                .and_then(|n| inventory_class(src, n))
+                .unwrap_or(src.class)
+        })
+        .collect()
 }
 
 fn waiver_conditions(w: &crate::catalog::ExitWaiver) -> String {

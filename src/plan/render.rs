@@ -12,7 +12,9 @@
 //! of month 0 … `months`, the last equal to `total`) and `reads` (null without `--compute-at`:
 //! `route`, `reads_per_month`, `gb_per_month`, `gets_per_month`, and the month's `egress`,
 //! `requests`, `retrieval`, `over_free_multiple`). `assumptions` has `compute_at` and
-//! `reads_per_month` (null without `--compute-at`).
+//! `reads_per_month` (null without `--compute-at`). `restore` (null unless `--restore-tier` applies to
+//! archive objects): `tier`, `auto`, `why`, `chosen` and `options` (`tier`, `fees`, `hours`,
+//! `hours_assumed`, `gpu_idle`, `total`).
 
 use super::corpus::Corpus;
 use super::horizon;
@@ -53,6 +55,25 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                     "over_free_multiple": p.over_free_multiple,
                 })
             });
+            let restore = c.restore.as_ref().map_or(Value::Null, |r| {
+                let opt = |o: &super::restore::TierOption| {
+                    json!({
+                        "tier": o.tier,
+                        "fees": o.fees.to_json(),
+                        "hours": o.hours,
+                        "hours_assumed": o.hours_assumed,
+                        "gpu_idle": o.gpu_idle.to_json(),
+                        "total": o.total().to_json(),
+                    })
+                };
+                json!({
+                    "tier": r.chosen.tier,
+                    "auto": r.auto,
+                    "why": r.why,
+                    "chosen": opt(&r.chosen),
+                    "options": r.options.iter().map(opt).collect::<Vec<_>>(),
+                })
+            });
             let cumulative: Vec<Value> = horizon::cumulative(c, a.months)
                 .into_iter()
                 .map(|u| u.to_json())
@@ -67,6 +88,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                     "cumulative": cumulative,
                 },
                 "reads": reads,
+                "restore": restore,
                 "destination": c.destination,
                 "resolved": c.resolved,
                 "cost": cost,
