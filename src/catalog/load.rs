@@ -244,7 +244,7 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
             }
             if !c.archive {
                 return err(
-                    &format!("{tat}"),
+                    &tat,
                     "restore tiers need an archive class (archive = true)".into(),
                 );
             }
