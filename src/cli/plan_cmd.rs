@@ -144,6 +144,9 @@ pub struct PlanArgs {
     /// lowest retrieval fees + GPU idle during the restore) [default: each class's standard restore].
     #[arg(long, value_name = "TIER")]
     pub restore_tier: Option<String>,
+    /// Also write a self-contained HTML report (ranked table, charts, assumptions, price sources).
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Print JSON (schema moverctl.plan/1) instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -562,6 +565,33 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
             "{}",
             render::text(&src, &r.corpus, best_assumptions, &ranked)
         );
+    }
+    if let Some(path) = &args.report {
+        let mut places: Vec<Place> = vec![src.clone()];
+        places.extend(dests.iter().cloned());
+        if let Some(r) = &r.assumptions.reads
+            && r.compute.in_catalog
+        {
+            places.push(Place::resolve(catalog, &r.compute.canonical())?);
+        }
+        let generated = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let page = crate::plan::report::html(
+            &src,
+            &places,
+            &r.corpus,
+            &r.assumptions,
+            &ranked,
+            &generated,
+        );
+        std::fs::write(path, page).map_err(|e| {
+            CliError::Failure(format!("--report {}: cannot write it: {e}", path.display()))
+        })?;
+        let msg = format!("Report written to {}", path.display());
+        if args.json {
+            eprintln!("{msg}");
+        } else {
+            println!("{msg}");
+        }
     }
     if let Some(name) = &args.save {
         let idx = match &args.pick {

@@ -10,6 +10,7 @@ mod matrix;
 mod plan_file;
 mod plan_golden;
 mod plan_horizon;
+mod plan_report;
 mod plan_restore;
 mod probe;
 mod refusals;
