@@ -13,6 +13,9 @@
 //!   ([`transfer::copy`], claims of the source in [`transfer::claims`], the typed
 //!   [`transfer::verification::Verification`]), the run ([`transfer::Run`]) and sync's guarded
 //!   delete phase ([`transfer::sync`]).
+//! - `plan`: the pure cost and time model ([`plan::model`]), move or stay over a horizon of reads
+//!   ([`plan::horizon`]), archive restore tiers ([`plan::restore`]), the table/JSON
+//!   ([`plan::render`]) and HTML ([`plan::report`]) outputs, and the plan file ([`plan::file`]).
 //! - `journal`: resume state and every SQL statement on it.
 
 pub mod catalog;

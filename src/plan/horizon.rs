@@ -285,12 +285,13 @@ pub fn move_or_stay(moves: Vec<Candidate>, stay: Candidate, months: u32) -> Vec<
 pub fn describe(c: &Candidate) -> Option<String> {
     let p = c.reads.as_ref()?;
     Some(format!(
-        "{}: {} reads/month {} ({} GB billed): egress {}, GETs {}, retrieval {} a month",
+        "{}: {} reads a month over {}: {} billed GB, egress {}, {} GETs {}, retrieval {} a month",
         c.destination,
         p.per_month.normalize(),
         p.route.as_str(),
-        p.gb_per_month.round_dp(1).normalize(),
+        crate::money::group_thousands(&p.gb_per_month.round_dp(0).to_string()),
         p.egress,
+        crate::money::group_thousands(&p.gets_per_month.round_dp(0).to_string()),
         p.requests,
         p.retrieval
     ))
