@@ -159,7 +159,9 @@ pub struct PlanArgs {
     /// Folder for saved plans.
     #[arg(long, default_value = "plans")]
     pub plans_dir: PathBuf,
-    /// Source location to record in the plan (s3://bucket/prefix, gs://…, az://…, a path).
+    /// Source location to record in the plan (s3://bucket/prefix, gs://…, az://…, a path, or
+    /// REMOTE:bucket/prefix). Without --bytes, --objects, --profile or --inventory, the location is
+    /// listed once (streamed, constant memory, progress on stderr) and the plan uses its real sizes.
     #[arg(long, value_name = "LOCATION")]
     pub src: Option<String>,
     /// Destination location to record in the plan.
@@ -179,7 +181,11 @@ fn usage(m: impl Into<String>) -> CliError {
     CliError::Usage(m.into())
 }
 
-fn resolve(catalog: &Catalog, mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
+fn resolve(
+    catalog: &Catalog,
+    config: Option<&std::path::Path>,
+    mut args: PlanArgs,
+) -> Result<(Resolved, PlanArgs), CliError> {
     if args.example {
         let mut argv = vec!["plan"];
         argv.extend_from_slice(EXAMPLE);
@@ -227,11 +233,18 @@ fn resolve(catalog: &Catalog, mut args: PlanArgs) -> Result<(Resolved, PlanArgs)
             };
             Corpus::from_inventory(path, format)?
         }
-        None => Corpus::from_flags(
-            args.bytes.as_deref(),
-            args.objects.as_deref(),
-            args.profile.as_deref(),
-        )?,
+        None => match &args.src {
+            Some(loc)
+                if args.bytes.is_none() && args.objects.is_none() && args.profile.is_none() =>
+            {
+                list_corpus(config, loc)?
+            }
+            _ => Corpus::from_flags(
+                args.bytes.as_deref(),
+                args.objects.as_deref(),
+                args.profile.as_deref(),
+            )?,
+        },
     };
     let rate = |flag: &str, v: &str| parse_rate(v).map_err(|e| usage(format!("{flag}: {e}")));
     let size = |flag: &str, v: &str| parse_bytes(v).map_err(|e| usage(format!("{flag}: {e}")));
@@ -283,6 +296,54 @@ fn resolve(catalog: &Catalog, mut args: PlanArgs) -> Result<(Resolved, PlanArgs)
         },
         args,
     ))
+}
+
+/// List `loc` once into a size histogram: streamed, constant memory, progress on stderr every
+/// second. A listing carries no storage classes, so every object is priced as the `--from` class.
+fn list_corpus(config: Option<&std::path::Path>, loc: &str) -> Result<Corpus, CliError> {
+    use crate::store::list::{Listed, list};
+    use futures::StreamExt;
+    let remotes = crate::store::config::Remotes::load(config)?;
+    let store = crate::store::Store::open(loc, &remotes)?;
+    let shown = store.shown();
+    let rt = super::runtime()?;
+    let started = std::time::Instant::now();
+    let (corpus, refused) = rt.block_on(async {
+        let mut b = crate::plan::corpus::CorpusBuilder::default();
+        let mut refused = 0u64;
+        let mut stream = list(&store);
+        let mut last = std::time::Instant::now();
+        while let Some(item) = stream.next().await {
+            match item? {
+                Listed::Object(e) => b.add(e.size, None),
+                Listed::Refused { key, reason } => {
+                    refused += 1;
+                    eprintln!("moverctl: cannot handle key {key:?}: {reason}; not counted");
+                }
+            }
+            if last.elapsed() >= std::time::Duration::from_secs(1) {
+                last = std::time::Instant::now();
+                eprintln!(
+                    "listing {shown}: {} objects, {} so far",
+                    crate::units::fmt_count(b.objects()),
+                    crate::units::fmt_bytes(b.bytes())
+                );
+            }
+        }
+        Ok::<_, CliError>((b, refused))
+    })?;
+    eprintln!(
+        "listed {shown}: {} objects, {} in {:.1} s{}",
+        crate::units::fmt_count(corpus.objects()),
+        crate::units::fmt_bytes(corpus.bytes()),
+        started.elapsed().as_secs_f64(),
+        if refused > 0 {
+            format!(" ({refused} keys refused, not counted)")
+        } else {
+            String::new()
+        }
+    );
+    Ok(corpus.finish(format!("listing {shown}"))?)
 }
 
 /// The horizon and the reads: `--compute-at` with `--reads-per-month` or `--epochs/--over-months`.
@@ -468,9 +529,13 @@ struct ExampleParser {
     args: PlanArgs,
 }
 
-pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
+pub fn run(
+    catalog: &Catalog,
+    config: Option<&std::path::Path>,
+    args: PlanArgs,
+) -> Result<(), CliError> {
     let example = args.example;
-    let (r, args) = resolve(catalog, args)?;
+    let (r, args) = resolve(catalog, config, args)?;
     let src = Place::resolve(catalog, &r.from)?;
     let mut r = r;
     if let Some(t) = &args.restore_tier {

@@ -12,6 +12,7 @@ mod plan_golden;
 mod plan_horizon;
 mod plan_report;
 mod plan_restore;
+mod plan_src;
 mod probe;
 mod refusals;
 mod regress;

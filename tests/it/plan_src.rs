@@ -1,0 +1,144 @@
+//! `plan --src LOCATION` without `--bytes`/`--inventory`: the location is listed once and the plan
+//! uses its real size profile; and the planned request counts against what `exec` counts.
+
+use super::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn write(dir: &Path, name: &str, len: usize, seed: u8) {
+    let p = dir.join(name);
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let body: Vec<u8> = (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect();
+    std::fs::write(p, body).unwrap();
+}
+
+fn plan_json(args: &[&str], config: Option<&Path>) -> (std::process::Output, Value) {
+    let mut c = moverctl();
+    if let Some(cfg) = config {
+        c.arg("--config").arg(cfg);
+    }
+    let o = c.arg("plan").args(args).arg("--json").output().unwrap();
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    (o, v)
+}
+
+#[test]
+fn src_folder_is_listed_and_planned_from_its_real_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    // 3 small files and one of 70 MiB: 1,000 + 2,000 + 3,000 + 73,400,320 bytes.
+    write(dir.path(), "a/1", 1_000, 1);
+    write(dir.path(), "a/2", 2_000, 2);
+    write(dir.path(), "b/3", 3_000, 3);
+    write(dir.path(), "big", 70 << 20, 4);
+    let loc = dir.path().to_str().unwrap();
+    let (o, v) = plan_json(&["--from", "onprem", "--to", "aws", "--src", loc], None);
+    expect(&o, 0);
+    assert_eq!(v["corpus"]["objects"], 4);
+    assert_eq!(v["corpus"]["bytes"], 6_000 + (70u64 << 20));
+    assert!(
+        v["corpus"]["origin"]
+            .as_str()
+            .unwrap()
+            .starts_with("listing ")
+    );
+    // The real profile reaches the model: the 70 MiB file is the one multipart upload.
+    assert_eq!(v["candidates"][0]["upload"]["multipart_objects"], 1);
+    let err = text(&o);
+    assert!(
+        err.contains("listed ") && err.contains("4 objects"),
+        "{err}"
+    );
+    // Flags still win over the listing, and an empty folder is an error that says so.
+    let (o, v) = plan_json(
+        &[
+            "--from",
+            "onprem",
+            "--to",
+            "aws",
+            "--src",
+            loc,
+            "--bytes",
+            "1TB",
+            "--objects",
+            "5",
+        ],
+        None,
+    );
+    expect(&o, 0);
+    assert_eq!(v["corpus"]["objects"], 5);
+    let empty = tempfile::tempdir().unwrap();
+    let (o, _) = plan_json(
+        &[
+            "--from",
+            "onprem",
+            "--to",
+            "aws",
+            "--src",
+            empty.path().to_str().unwrap(),
+        ],
+        None,
+    );
+    expect(&o, 2);
+    assert!(text(&o).contains("found no objects"), "{}", text(&o));
+}
+
+#[test]
+fn src_on_garage_is_listed_and_recorded_in_the_saved_plan() {
+    let Some(s) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..12 {
+        write(dir.path(), &format!("k{i:02}"), 1_000 * (i + 1), i as u8);
+    }
+    let cfg = dir.path().join("remotes.toml");
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    for i in 0..12 {
+        std::fs::rename(
+            dir.path().join(format!("k{i:02}")),
+            files.join(format!("k{i:02}")),
+        )
+        .unwrap();
+    }
+    std::fs::write(&cfg, remotes_toml(&s)).unwrap();
+    let prefix = unique("plan-src");
+    let loc = format!("garage:{}/{prefix}", s.bucket_a);
+    let state = tempfile::tempdir().unwrap();
+    let o = moverctl()
+        .arg("--config")
+        .arg(&cfg)
+        .arg("copy")
+        .arg(&files)
+        .arg(&loc)
+        .env("MOVERCTL_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let plans = tempfile::tempdir().unwrap();
+    let (o, v) = plan_json(
+        &[
+            "--from",
+            "onprem",
+            "--to",
+            "backblaze-b2",
+            "--src",
+            &loc,
+            "--save",
+            "g",
+            "--plans-dir",
+            plans.path().to_str().unwrap(),
+        ],
+        Some(&cfg),
+    );
+    expect(&o, 0);
+    // 1,000 + 2,000 + ... + 12,000 = 78,000 bytes in 12 objects.
+    assert_eq!(v["corpus"]["objects"], 12);
+    assert_eq!(v["corpus"]["bytes"], 78_000);
+    let saved = std::fs::read_to_string(plans.path().join("g.toml")).unwrap();
+    assert!(saved.contains(&format!("location = \"{loc}\"")), "{saved}");
+    assert!(saved.contains("origin = \"listing garage:"), "{saved}");
+    assert!(!saved.contains(&s.secret), "no secret in the plan");
+}
