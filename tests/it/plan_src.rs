@@ -90,19 +90,11 @@ fn src_folder_is_listed_and_planned_from_its_real_sizes() {
 fn src_on_garage_is_listed_and_recorded_in_the_saved_plan() {
     let Some(s) = servers() else { return };
     let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("files");
     for i in 0..12 {
-        write(dir.path(), &format!("k{i:02}"), 1_000 * (i + 1), i as u8);
+        write(&files, &format!("k{i:02}"), 1_000 * (i + 1), i as u8);
     }
     let cfg = dir.path().join("remotes.toml");
-    let files = dir.path().join("files");
-    std::fs::create_dir_all(&files).unwrap();
-    for i in 0..12 {
-        std::fs::rename(
-            dir.path().join(format!("k{i:02}")),
-            files.join(format!("k{i:02}")),
-        )
-        .unwrap();
-    }
     std::fs::write(&cfg, remotes_toml(&s)).unwrap();
     let prefix = unique("plan-src");
     let loc = format!("garage:{}/{prefix}", s.bucket_a);
