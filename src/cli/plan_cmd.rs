@@ -122,6 +122,10 @@ pub struct PlanArgs {
     /// Key prefixes the corpus is spread over (per-prefix request limits scale with it).
     #[arg(long, default_value_t = 1)]
     pub prefixes: u32,
+    /// Price one ranged GET per part of a large object (as `exec --ranged-reads` reads) instead of
+    /// one GET per object (exec's default).
+    #[arg(long)]
+    pub ranged_reads: bool,
     /// What the idle GPU cluster costs per hour, in USD.
     #[arg(long, conflicts_with_all = ["gpus", "gpu_rate"])]
     pub gpu_hourly: Option<String>,
@@ -280,6 +284,7 @@ fn resolve(
         )?,
         latency_ms: args.latency_ms.unwrap_or(DEFAULT_LATENCY_MS),
         prefixes: positive("--prefixes", args.prefixes)?,
+        ranged_reads: args.ranged_reads,
         gpu_hourly,
         exit_waiver: args.exit_waiver,
         part_rule: PartRule {

@@ -6,10 +6,15 @@
 //!   same provider, other region: `inter_region_per_gb`; otherwise internet egress, billed per
 //!   month (the move's bytes are spread evenly over the months it takes), free allowance taken from
 //!   the lowest tier, zero-egress multiples of the stored corpus applied. `--exit-waiver` credits it.
-//! - `source_requests`: LIST pages of 1,000 keys + one GET per object, or one ranged GET per part.
+//! - `source_requests`: LIST pages of 1,000 keys + one GET per object (as `exec` reads by default;
+//!   one ranged GET per part of a multipart upload with `--ranged-reads`) + one HEAD of part 1 per
+//!   object above the multipart threshold at an S3-API source (such an object is assumed to have
+//!   been written in parts, so `exec` reads its part size to recompute the multipart ETag).
 //! - `retrieval`: per-GB and per-request fees of the source class (per object class from an inventory).
 //! - `destination_requests`: LIST pages (the executor diffs against the destination) + one PUT, or
-//!   create + parts + complete, + one HEAD to verify each object.
+//!   create + parts + complete, + one verifying HEAD per multipart object on GCS and Azure (their
+//!   answers to a multipart upload prove nothing; S3-API stores' answers — the MD5 ETag, the
+//!   checked Content-MD5, the multipart ETag — verify every write without a HEAD).
 //! - `storage_per_month`: the destination class's tiers over the billed size (minimum object size
 //!   and per-object overhead applied, free GB removed, monthly minimum applied).
 //! - `storage_horizon` = `storage_per_month` × `--months`.
@@ -52,6 +57,9 @@ pub struct Assumptions {
     pub latency_ms: u32,
     /// Key prefixes the corpus is spread over (per-prefix request limits scale with it).
     pub prefixes: u32,
+    /// Read each part of a large object with its own ranged GET (`exec --ranged-reads`) instead of
+    /// one GET per object.
+    pub ranged_reads: bool,
     pub gpu_hourly: Usd,
     pub exit_waiver: bool,
     pub part_rule: PartRule,
@@ -73,6 +81,7 @@ impl Default for Assumptions {
             stream_throughput: Decimal::from(90_000_000u64), // 90 MB/s
             latency_ms: 30,
             prefixes: 1,
+            ranged_reads: false,
             gpu_hourly: Usd::ZERO,
             exit_waiver: false,
             part_rule: PartRule::default(),
@@ -190,6 +199,8 @@ pub struct Time {
 pub struct Counts {
     pub source_list: u64,
     pub source_get: u64,
+    /// HEADs of part 1 of objects written in parts at an S3-API source.
+    pub source_head: u64,
     pub retrieval_requests: u64,
     pub destination_list: u64,
     pub destination_put: u64,
@@ -243,7 +254,7 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     let mut warnings = Vec::new();
     let total_bytes = corpus.total_bytes();
     let objects = corpus.total_objects();
-    let counts = count_requests(dst, corpus, a);
+    let counts = count_requests(src, dst, corpus, a);
     if counts.unplaceable_objects > 0 {
         warnings.push(format!(
             "{}: {} objects are larger than its {} object limit (or need more than {} parts) and cannot be copied",
@@ -295,7 +306,11 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     // Requests at both ends.
     let src_class = src.class;
     let source_requests = request_cost(&src_class.list, counts.source_list, months_moving)
-        + request_cost(&src_class.get, counts.source_get, months_moving);
+        + request_cost(
+            &src_class.get,
+            counts.source_get + counts.source_head,
+            months_moving,
+        );
     let dst_class = dst.class;
     let destination_requests =
         request_cost(&dst_class.list, counts.destination_list, months_moving)
@@ -571,28 +586,53 @@ pub fn request_cost(p: &RequestPrice, count: u64, months: u32) -> Usd {
     Usd(Decimal::from(billed) * p.price.0 / Decimal::from(p.per))
 }
 
-fn count_requests(dst: &Place, corpus: &Corpus, a: &Assumptions) -> Counts {
+/// The API a provider's stores speak, as far as the executor's requests differ by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    S3,
+    Gcs,
+    Azure,
+}
+
+/// `gcp` is GCS, `azure` is Azure Blob; every other provider (`onprem` included: an S3-compatible
+/// server; a local folder costs no requests and no fees either way) speaks S3.
+pub fn api_of(p: &Place) -> Api {
+    match p.provider_id() {
+        "gcp" => Api::Gcs,
+        "azure" => Api::Azure,
+        _ => Api::S3,
+    }
+}
+
+/// The requests `exec` makes with its defaults (see the module comment).
+fn count_requests(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> Counts {
     let mut c = Counts::default();
     let objects = corpus.total_objects();
     c.source_list = objects.div_ceil(1000).max(1);
     c.destination_list = c.source_list;
+    let s3_source = api_of(src) == Api::S3;
+    let head_after_multipart = matches!(api_of(dst), Api::Gcs | Api::Azure);
     for b in &corpus.buckets {
         for (n, size) in b.split() {
             if n == 0 {
                 continue;
             }
+            if s3_source && size > a.part_rule.threshold {
+                c.source_head += n;
+            }
             match part_plan(size, dst.limits(), a.part_rule) {
                 Ok(Upload::Single) => {
                     c.source_get += n;
                     c.destination_put += n;
-                    c.destination_head += n;
                 }
                 Ok(Upload::Multipart { part_size, parts }) => {
                     c.multipart_objects += n;
                     c.parts += n * parts;
-                    c.source_get += n * parts;
+                    c.source_get += if a.ranged_reads { n * parts } else { n };
                     c.destination_put += n * (parts + 2);
-                    c.destination_head += n;
+                    if head_after_multipart {
+                        c.destination_head += n;
+                    }
                     c.max_part_size = c.max_part_size.max(part_size);
                 }
                 Err(_) => c.unplaceable_objects += n,

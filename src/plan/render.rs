@@ -105,6 +105,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                 "requests": {
                     "source_list": c.counts.source_list,
                     "source_get": c.counts.source_get,
+                    "source_head": c.counts.source_head,
                     "destination_list": c.counts.destination_list,
                     "destination_put": c.counts.destination_put,
                     "destination_head": c.counts.destination_head,
@@ -137,6 +138,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             "stream_throughput_bytes_per_second": dec(a.stream_throughput),
             "latency_ms": a.latency_ms,
             "prefixes": a.prefixes,
+            "ranged_reads": a.ranged_reads,
             "gpu_hourly": a.gpu_hourly.to_json(),
             "exit_waiver": a.exit_waiver,
             "multipart_threshold": a.part_rule.threshold,

@@ -134,3 +134,109 @@ fn src_on_garage_is_listed_and_recorded_in_the_saved_plan() {
     assert!(saved.contains("origin = \"listing garage:"), "{saved}");
     assert!(!saved.contains(&s.secret), "no secret in the plan");
 }
+
+/// Plan a saved move of `src_loc` to `dst_loc` (listing the source) and run it with `exec`;
+/// the plan's `requests` and exec's counted `requests`.
+fn planned_and_counted(cfg: &Path, src_loc: &str, dst_loc: &str, ranged: bool) -> (Value, Value) {
+    let plans = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "--from",
+        "onprem",
+        "--to",
+        "onprem",
+        "--src",
+        src_loc,
+        "--dst",
+        dst_loc,
+        "--multipart-threshold",
+        "8MiB",
+        "--part-size",
+        "5MiB",
+        "--save",
+        "m",
+        "--plans-dir",
+        plans.path().to_str().unwrap(),
+    ];
+    if ranged {
+        args.push("--ranged-reads");
+    }
+    let (o, v) = plan_json(&args, Some(cfg));
+    expect(&o, 0);
+    let mut exec = moverctl();
+    exec.arg("--config").arg(cfg).args(["exec", "--json"]);
+    if ranged {
+        exec.arg("--ranged-reads");
+    }
+    let o = exec
+        .arg(plans.path().join("m.toml"))
+        .env("MOVERCTL_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let summary: Value =
+        serde_json::from_str(String::from_utf8_lossy(&o.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(summary["copied"]["objects"], 32);
+    (
+        v["candidates"][0]["requests"].clone(),
+        summary["requests"].clone(),
+    )
+}
+
+// 30 objects of 16 KiB and two of 20 MiB and 20 MiB + 1 byte, written to Garage in 5 MiB parts
+// (so their ETags are multipart ones), moved Garage -> Garage with an 8 MiB threshold and 5 MiB
+// parts. Planned by hand: 1 LIST page each side; one GET per object = 32 (ranged: 30 + 4 + 5 =
+// 39); PUTs 30 + (4 + 2) + (5 + 2) = 43; one HEAD of part 1 per multipart source object = 2;
+// no HEAD at the destination (the PUT's MD5 ETag and the multipart ETag verify the writes).
+// exec counts source and destination HEADs in one `head` counter.
+#[test]
+fn planned_requests_equal_what_exec_counts_on_garage() {
+    let Some(s) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("files");
+    for i in 0..30 {
+        write(&files, &format!("small/{i:02}"), 16 << 10, i as u8);
+    }
+    write(&files, "big/1", 20 << 20, 100);
+    write(&files, "big/2", (20 << 20) + 1, 101);
+    let cfg = dir.path().join("remotes.toml");
+    std::fs::write(&cfg, remotes_toml(&s)).unwrap();
+    let prefix = unique("plan-requests");
+    let src = format!("garage:{}/{prefix}", s.bucket_a);
+    let state = tempfile::tempdir().unwrap();
+    let o = moverctl()
+        .arg("--config")
+        .arg(&cfg)
+        .args([
+            "copy",
+            "--multipart-threshold",
+            "8MiB",
+            "--part-size",
+            "5MiB",
+        ])
+        .arg(&files)
+        .arg(&src)
+        .env("MOVERCTL_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    for (ranged, gets) in [(false, 32), (true, 39)] {
+        let dst = format!("garage:{}/{prefix}-{ranged}", s.bucket_b);
+        let (plan, run) = planned_and_counted(&cfg, &src, &dst, ranged);
+        assert_eq!(plan["source_list"], 1);
+        assert_eq!(plan["destination_list"], 1);
+        assert_eq!(plan["source_get"], gets, "ranged {ranged}");
+        assert_eq!(plan["destination_put"], 43);
+        assert_eq!(plan["source_head"], 2);
+        assert_eq!(plan["destination_head"], 0);
+        assert_eq!(run["list_source"], plan["source_list"], "ranged {ranged}");
+        assert_eq!(run["list_destination"], plan["destination_list"]);
+        assert_eq!(run["get"], plan["source_get"], "ranged {ranged}: {run}");
+        assert_eq!(run["put"], plan["destination_put"], "{run}");
+        assert_eq!(
+            run["head"].as_u64().unwrap(),
+            plan["source_head"].as_u64().unwrap() + plan["destination_head"].as_u64().unwrap(),
+            "{run}"
+        );
+    }
+}
