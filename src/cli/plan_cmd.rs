@@ -202,6 +202,13 @@ fn resolve(
         ex.plans_dir = args.plans_dir.clone();
         ex.src = args.src.take();
         ex.dst = args.dst.take();
+        ex.compute_at = args.compute_at.take();
+        ex.reads_per_month = args.reads_per_month.take();
+        ex.epochs = args.epochs.take();
+        ex.over_months = args.over_months.take();
+        ex.restore_tier = args.restore_tier.take();
+        ex.ranged_reads = args.ranged_reads;
+        ex.report = args.report.take();
         args = ex;
     }
     let from = args

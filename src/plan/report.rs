@@ -513,7 +513,11 @@ pub fn html(
 
     h.push_str("<h2>What each candidate pays, by item</h2><p class=\"muted\">Totals over the horizon. Each item has its own pattern as well as its own colour.</p>");
     h.push_str(&bars_svg(ranked));
-    h.push_str("<h2>Cumulative cost, month by month</h2><p class=\"muted\">Month 0 is the move (and the GPUs idling through it); every later month adds storage and reads. The thick black line is staying; a ring marks the month a move breaks even with staying.</p>");
+    h.push_str(if a.reads.is_some() {
+        "<h2>Cumulative cost, month by month</h2><p class=\"muted\">Month 0 is the move (and the GPUs idling through it); every later month adds storage and reads. The thick black line is staying; a ring marks the month a move breaks even with staying.</p>"
+    } else {
+        "<h2>Cumulative cost, month by month</h2><p class=\"muted\">Month 0 is the move (and the GPUs idling through it); every later month adds storage. Staying is ranked, with break-even months, when <code>--compute-at</code> says where the data is read.</p>"
+    });
     h.push_str(&lines_svg(ranked, a.months));
 
     // Time and GPU idle.
