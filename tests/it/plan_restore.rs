@@ -157,3 +157,34 @@ fn a_tier_the_class_does_not_offer_is_an_error() {
     assert_eq!(r["auto"], true);
     assert_eq!(r["options"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn restore_tiers_in_provider_files_are_checked() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("providers/aws.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let parse = |t: &str| moverctl::catalog::parse_provider("x/aws.toml", "aws.toml", t, "test");
+    assert!(parse(&text).is_ok());
+    // An unknown tier name, a tier given twice, and tiers on a class that needs no restore.
+    let bad = text.replacen(
+        "{ id = \"bulk\", retrieval_per_gb = \"0\"",
+        "{ id = \"slow\", retrieval_per_gb = \"0\"",
+        1,
+    );
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("restore_tiers")
+            && e.contains("\"slow\" is not one of bulk, standard, expedited"),
+        "{e}"
+    );
+    let twice = text.replacen("{ id = \"expedited\"", "{ id = \"standard\"", 1);
+    let e = parse(&twice).unwrap_err().to_string();
+    assert!(e.contains("appears twice"), "{e}");
+    let online = text.replacen(
+        "min_object_bytes = 131072  # 128 KB; also in re:Post",
+        "restore_tiers = [{ id = \"bulk\", retrieval_per_gb = \"0\", source = \"x\", as_of = 2026-01-01 }]\nmin_object_bytes = 131072  # 128 KB; also in re:Post",
+        1,
+    );
+    assert_ne!(online, text);
+    let e = parse(&online).unwrap_err().to_string();
+    assert!(e.contains("need an archive class"), "{e}");
+}
