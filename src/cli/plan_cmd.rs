@@ -358,6 +358,11 @@ fn list_corpus(config: Option<&std::path::Path>, loc: &str) -> Result<Corpus, Cl
     Ok(corpus.finish(format!("listing {shown}"))?)
 }
 
+/// Longest horizon priced (the JSON and the report hold one amount per month).
+const MAX_MONTHS: u32 = 1200;
+/// Most full reads a month (keeps every amount far inside exact decimal range).
+const MAX_READS_PER_MONTH: u32 = 100_000;
+
 /// The horizon and the reads: `--compute-at` with `--reads-per-month` or `--epochs/--over-months`.
 fn reads_of(catalog: &Catalog, args: &PlanArgs) -> Result<(u32, Option<Reads>), CliError> {
     let number = |flag: &str, v: &str| -> Result<Decimal, CliError> {
@@ -374,18 +379,36 @@ fn reads_of(catalog: &Catalog, args: &PlanArgs) -> Result<(u32, Option<Reads>), 
     if args.over_months == Some(0) {
         return Err(usage("--over-months must be at least 1"));
     }
+    if months > MAX_MONTHS {
+        return Err(usage(format!(
+            "a horizon of {months} months: at most {MAX_MONTHS} (100 years)"
+        )));
+    }
     let Some(at) = &args.compute_at else {
         return Ok((months, None));
     };
     let per_month = match (&args.reads_per_month, &args.epochs, args.over_months) {
         (Some(r), _, _) => number("--reads-per-month", r)?,
-        (None, Some(e), Some(m)) => number("--epochs", e)? / Decimal::from(m),
+        (None, Some(e), Some(m)) => {
+            let e = number("--epochs", e)?;
+            if e > Decimal::from(MAX_READS_PER_MONTH) * Decimal::from(m) {
+                return Err(usage(format!(
+                    "--epochs {e} over {m} months is more than {MAX_READS_PER_MONTH} reads a month"
+                )));
+            }
+            e / Decimal::from(m)
+        }
         _ => {
             return Err(usage(
                 "--compute-at needs how the corpus is read: --reads-per-month R, or --epochs E --over-months M",
             ));
         }
     };
+    if per_month > Decimal::from(MAX_READS_PER_MONTH) {
+        return Err(usage(format!(
+            "--reads-per-month {per_month}: at most {MAX_READS_PER_MONTH}"
+        )));
+    }
     Ok((
         months,
         Some(Reads {

@@ -408,6 +408,22 @@ fn cli_refuses_unclear_reads_and_never_saves_stay() {
     assert!(text(&o).contains("us-east-1"), "{}", text(&o));
     let o = with(&["--compute-at", "coreweave", "--reads-per-month", "lots"]);
     expect(&o, 2);
+    // Out-of-range numbers are refused before any arithmetic could overflow.
+    let o = with(&["--compute-at", "coreweave", "--reads-per-month", "100001"]);
+    expect(&o, 2);
+    assert!(text(&o).contains("at most 100000"), "{}", text(&o));
+    let o = with(&[
+        "--compute-at",
+        "coreweave",
+        "--epochs",
+        "1000000",
+        "--over-months",
+        "2",
+    ]);
+    expect(&o, 2);
+    let o = with(&["--months", "1201"]);
+    expect(&o, 2);
+    assert!(text(&o).contains("at most 1200"), "{}", text(&o));
     let dir = tempfile::tempdir().unwrap();
     let dirs = dir.path().to_str().unwrap();
     let o = with(&[
