@@ -2,8 +2,20 @@
 //! uses its real size profile; and the planned request counts against what `exec` counts.
 
 use super::*;
+use object_store::ObjectStoreExt;
 use serde_json::Value;
 use std::path::Path;
+
+/// Remove everything a test wrote under `loc` on the test servers (they keep every byte).
+fn clean(s: &Servers, loc: &str) {
+    let store = moverctl::store::Store::open(loc, &remotes(s)).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        for k in keys_at(&store).await {
+            let _ = store.inner.delete(&store.path_of(&k).unwrap()).await;
+        }
+    });
+}
 
 fn write(dir: &Path, name: &str, len: usize, seed: u8) {
     let p = dir.join(name);
@@ -133,6 +145,7 @@ fn src_on_garage_is_listed_and_recorded_in_the_saved_plan() {
     assert!(saved.contains(&format!("location = \"{loc}\"")), "{saved}");
     assert!(saved.contains("origin = \"listing garage:"), "{saved}");
     assert!(!saved.contains(&s.secret), "no secret in the plan");
+    clean(&s, &loc);
 }
 
 /// Plan a saved move of `src_loc` to `dst_loc` (listing the source) and run it with `exec`;
@@ -238,5 +251,7 @@ fn planned_requests_equal_what_exec_counts_on_garage() {
             plan["source_head"].as_u64().unwrap() + plan["destination_head"].as_u64().unwrap(),
             "{run}"
         );
+        clean(&s, &dst);
     }
+    clean(&s, &src);
 }
