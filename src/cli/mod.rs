@@ -254,7 +254,9 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
     crate::store::retry::set_timeout(window);
     let catalog = load_catalog(cli.providers.as_deref())?;
     match cli.command {
-        Command::Plan(args) => plan_cmd::run(&catalog, *args).map(|()| Exit::Success),
+        Command::Plan(args) => {
+            plan_cmd::run(&catalog, cli.config.as_deref(), *args).map(|()| Exit::Success)
+        }
         Command::Providers(args) => providers_cmd::run(&catalog, args).map(|()| Exit::Success),
         Command::Ls(args) => {
             let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
