@@ -372,7 +372,7 @@ fn drive(
                 |ev| {
                     progress.event(ev);
                     if json {
-                        let line = event_json(ev);
+                        let line = event_json(ev, super::json::COPY);
                         let mut o = out.lock();
                         let _ = writeln!(o, "{line}");
                     }
@@ -385,9 +385,17 @@ fn drive(
     });
     let report = report.map_err(|e| CliError::from(e).naming_credentials(&hint))?;
     let vs = plan.and_then(|p| against_plan(&report, p, catalog));
+    let exit = Exit::of_run(&report, None);
     if json {
+        let ids = super::copy_summary::RunIds {
+            command: if plan.is_some() { "exec" } else { "copy" },
+            source: &src_shown,
+            destination: &dst_shown,
+            journal: &r.journal_path,
+            exit,
+        };
         let mut v: serde_json::Value =
-            serde_json::from_str(&summary_json(&report, plan)).expect("valid JSON");
+            serde_json::from_str(&summary_json(&report, plan, &ids)).expect("valid JSON");
         if let Some(vs) = &vs {
             v["plan"] = vs.json();
         }
@@ -404,5 +412,5 @@ fn drive(
     if let Some(m) = credentials_refused(&report, &src_shown, &dst_shown, &hint) {
         eprintln!("moverctl: error: {m}");
     }
-    Ok(Exit::of_run(&report, None))
+    Ok(exit)
 }

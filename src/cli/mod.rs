@@ -4,6 +4,7 @@
 mod copy_cmd;
 mod copy_summary;
 pub mod exit;
+pub mod json;
 pub mod log;
 mod ls_cmd;
 mod metrics;

@@ -92,7 +92,7 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
     if args.json {
         println!(
             "{}",
-            serde_json::json!({
+            super::json::stamp(super::json::STATUS, serde_json::json!({
                 "journal": path.display().to_string(), "source": src, "destination": dst,
                 "verified": {"objects": s.verified, "bytes": s.verified_bytes},
                 "failed": s.failed, "in_progress": s.copying, "open_multipart_uploads": open.len(),
@@ -103,7 +103,7 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
                 "eta_seconds": eta.map(|d| d.as_secs()),
                 "running": running.is_some(),
                 "run": running,
-            })
+            }))
         );
         return Ok(Exit::Success);
     }

@@ -6,6 +6,7 @@ mod copy;
 mod creds;
 mod faults;
 mod identity;
+mod json_schema;
 mod listing;
 mod matrix;
 mod ops;
