@@ -24,7 +24,8 @@ pub(super) fn credentials_refused(r: &Report, src: &str, dst: &str, hint: &str) 
     })
 }
 
-pub(super) fn event_json(ev: &Event) -> String {
+/// One event line of `--json` output (`schema` is the command's).
+pub(super) fn event_json(ev: &Event, schema: &str) -> String {
     let v = match ev {
         Event::Copied {
             key,
@@ -46,7 +47,7 @@ pub(super) fn event_json(ev: &Event) -> String {
             serde_json::json!({"event": "refused", "key": key, "reason": reason})
         }
     };
-    v.to_string()
+    super::json::stamp(schema, v).to_string()
 }
 
 /// The `failed` object of a JSON summary: counts and the first 100 keys with their errors.
@@ -58,22 +59,44 @@ pub(crate) fn failed_json(r: &Report) -> serde_json::Value {
     })
 }
 
-/// The `refused` list of a JSON summary: the first 100 keys a store refused, with the reason.
+/// The `refused` object of a JSON summary: the count and the first 100 keys a store refused,
+/// with the reason.
 pub(crate) fn refused_json(r: &Report) -> serde_json::Value {
-    r.refused
-        .iter()
-        .take(100)
-        .map(|f| serde_json::json!({"key": f.key, "reason": f.error}))
-        .collect::<Vec<_>>()
-        .into()
+    serde_json::json!({
+        "objects": r.refused.len(),
+        "keys": r
+            .refused
+            .iter()
+            .take(100)
+            .map(|f| serde_json::json!({"key": f.key, "reason": f.error}))
+            .collect::<Vec<_>>(),
+    })
 }
 
-pub(super) fn summary_json(r: &Report, plan: Option<&PlanFile>) -> String {
-    serde_json::json!({
+/// The copied (or, in a dry run, would-copy) objects of a summary, under the name that says
+/// which.
+pub(crate) fn copied_key(r: &Report) -> &'static str {
+    if r.dry_run { "would_copy" } else { "copied" }
+}
+
+/// Where a copy or exec ran, for its summary.
+pub(super) struct RunIds<'a> {
+    pub command: &'a str,
+    pub source: &'a str,
+    pub destination: &'a str,
+    pub journal: &'a std::path::Path,
+    pub exit: super::exit::Exit,
+}
+
+pub(super) fn summary_json(r: &Report, plan: Option<&PlanFile>, ids: &RunIds) -> String {
+    let mut v = serde_json::json!({
         "event": "summary",
+        "command": ids.command,
+        "source": ids.source,
+        "destination": ids.destination,
         "dry_run": r.dry_run,
         "interrupted": r.interrupted,
-        "copied": {"objects": r.copied, "bytes": r.copied_bytes},
+        "exit_code": ids.exit as u8,
         "skipped": {"objects": r.skipped, "bytes": r.skipped_bytes},
         "failed": failed_json(r),
         "refused": refused_json(r),
@@ -83,15 +106,19 @@ pub(super) fn summary_json(r: &Report, plan: Option<&PlanFile>) -> String {
         "reasons": r.reasons,
         "requests": {"list_source": r.requests_list_src, "list_destination": r.requests_list_dst,
                      "get": r.requests_get, "put": r.requests_put, "head": r.requests_head},
+        "bytes_read": r.read_bytes,
+        "bytes_written": r.written_bytes,
         "resumed_parts": r.resumed_parts,
         "aborted_uploads": r.aborted_uploads,
-        "open_uploads": r.open_uploads,
+        "open_multipart_uploads": r.open_uploads,
         "retries": r.retries,
         "throttle_events": r.throttle_events,
-        "seconds": r.elapsed.as_secs_f64(),
-        "predicted_seconds": plan.map(|p| p.prediction.seconds.clone()),
-    })
-    .to_string()
+        "seconds": super::json::number(rust_decimal::Decimal::from(r.elapsed.as_millis() as u64) / rust_decimal::Decimal::from(1000)),
+        "predicted_seconds": plan.map(|p| super::json::number(&p.prediction.seconds)),
+        "journal": (!r.dry_run).then(|| ids.journal.display().to_string()),
+    });
+    v[copied_key(r)] = serde_json::json!({"objects": r.copied, "bytes": r.copied_bytes});
+    super::json::stamp(super::json::COPY, v).to_string()
 }
 
 /// `verified: source-md5+dest-md5: 3, …` (labels in order), or nothing when none was copied.
@@ -390,7 +417,14 @@ mod tests {
              source-size+dest-size: 2\n"
         );
         assert_eq!(size_only(&r), 3);
-        let v: serde_json::Value = serde_json::from_str(&summary_json(&r, None)).unwrap();
+        let ids = RunIds {
+            command: "copy",
+            source: "a",
+            destination: "b",
+            journal: std::path::Path::new("j"),
+            exit: crate::cli::exit::Exit::Success,
+        };
+        let v: serde_json::Value = serde_json::from_str(&summary_json(&r, None, &ids)).unwrap();
         assert_eq!(
             v["verified_by"].to_string(),
             r#"{"source-crc64+dest-size":1,"source-md5+dest-md5":4,"source-md5+dest-multipart-etag":3,"source-parts-etag+readback-crc64":5,"source-size+dest-size":2}"#
@@ -401,8 +435,8 @@ mod tests {
             verified_by: Verification::new(R::SourceSize, W::DestContentMd5),
         };
         assert_eq!(
-            event_json(&ev),
-            r#"{"bytes":3,"event":"copied","key":"k","verified_by":"source-size+dest-content-md5"}"#
+            event_json(&ev, crate::cli::json::COPY),
+            r#"{"bytes":3,"event":"copied","key":"k","schema":"moverctl.copy/1","verified_by":"source-size+dest-content-md5"}"#
         );
         assert_eq!(verified_line(&Report::default()), "");
     }

@@ -119,6 +119,13 @@ impl Drop for StderrLine {
     }
 }
 
+/// Prints `line` on stderr above the progress display (which is redrawn below it), so that no
+/// frame of the bar overwrites it.
+pub fn above_bar(line: &str) {
+    let mut w = StderrLine(Vec::new());
+    let _ = writeln!(w, "{line}");
+}
+
 struct Stderr;
 
 impl<'a> MakeWriter<'a> for Stderr {
@@ -133,7 +140,11 @@ impl<'a> MakeWriter<'a> for Stderr {
 pub fn init(args: &LogArgs) -> Result<(), CliError> {
     let level = args.level();
     // moverctl's events only (see the module notes); the stats line is info.
-    let filter = EnvFilter::new(format!("off,moverctl={}", level.as_str()));
+    // The stats line (`--stats`) is printed whatever the level: it is only made when asked for.
+    let filter = EnvFilter::new(format!(
+        "off,moverctl={},moverctl::stats=info",
+        level.as_str()
+    ));
     let json = args.log_format == LogFormat::Json;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

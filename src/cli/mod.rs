@@ -4,6 +4,7 @@
 mod copy_cmd;
 mod copy_summary;
 pub mod exit;
+pub mod json;
 pub mod log;
 mod ls_cmd;
 mod metrics;
@@ -189,12 +190,34 @@ fn list_exit(e: &crate::store::list::ListError) -> Exit {
     }
 }
 
-/// On the first Ctrl-C, says `message` and sets `stop` (objects in flight finish and are
-/// journaled); on the second, exits at once with 130. Call inside the runtime.
-pub fn stop_on_ctrl_c(stop: std::sync::Arc<std::sync::atomic::AtomicBool>, message: &'static str) {
+/// On the first Ctrl-C, says `message` (on a line the progress bar cannot overwrite, with the
+/// large objects being finished when `counters` knows them) and sets `stop` (objects in flight
+/// finish and are journaled); on the second, exits at once with 130. Call inside the runtime.
+pub fn stop_on_ctrl_c(
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    message: &'static str,
+    counters: Option<std::sync::Arc<crate::transfer::Counters>>,
+) {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("moverctl: {message} (Ctrl-C again to abort now)");
+            let finishing = counters
+                .and_then(|c| {
+                    let m = c.in_flight.lock().ok()?;
+                    (!m.is_empty()).then(|| {
+                        let keys: Vec<&str> = m.keys().take(3).map(String::as_str).collect();
+                        format!(
+                            "; finishing {} large object{} in flight ({}{})",
+                            m.len(),
+                            if m.len() == 1 { "" } else { "s" },
+                            keys.join(", "),
+                            if m.len() > 3 { ", …" } else { "" }
+                        )
+                    })
+                })
+                .unwrap_or_default();
+            log::above_bar(&format!(
+                "moverctl: {message}{finishing} (Ctrl-C again to abort now)"
+            ));
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(130);
@@ -234,9 +257,8 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
     crate::store::retry::set_timeout(window);
     let catalog = load_catalog(cli.providers.as_deref())?;
     match cli.command {
-        Command::Plan(mut args) => {
-            args.config = cli.config.clone();
-            plan_cmd::run(&catalog, *args).map(|()| Exit::Success)
+        Command::Plan(args) => {
+            plan_cmd::run(&catalog, cli.config.as_deref(), *args).map(|()| Exit::Success)
         }
         Command::Providers(args) => providers_cmd::run(&catalog, args).map(|()| Exit::Success),
         Command::Ls(args) => {

@@ -48,7 +48,7 @@ fn inventory_format(args: &PlanArgs) -> Result<InventoryFormat, CliError> {
 }
 
 /// `plan --shards N` (None without it).
-pub(super) fn split_for(args: &PlanArgs) -> Result<Option<Split>, CliError> {
+pub(super) fn split_for(args: &PlanArgs, config: Option<&Path>) -> Result<Option<Split>, CliError> {
     let Some(n) = args.shards else {
         return Ok(None);
     };
@@ -69,7 +69,7 @@ pub(super) fn split_for(args: &PlanArgs) -> Result<Option<Split>, CliError> {
         args.src.as_deref(),
         inventory,
         args.bytes.is_some() || args.objects.is_some() || args.profile.is_some(),
-        args.config.as_deref(),
+        config,
     )
     .map(Some)
 }
@@ -122,14 +122,14 @@ pub(super) fn split(
                     corpus.add(e.size, None);
                 }
             }
-            Ok::<_, CliError>(corpus.finish(format!("listing of {}", store.shown())))
+            if corpus.objects() == 0 {
+                return Err(usage(format!(
+                    "--shards: {src} lists no objects; there is nothing to split"
+                )));
+            }
+            Ok(corpus.finish(format!("listing {}", store.shown()))?)
         })
         .map_err(|e| e.naming_credentials(&hint))?;
-    if corpus.total_objects() == 0 {
-        return Err(usage(format!(
-            "--shards: {src} lists no objects; there is nothing to split"
-        )));
-    }
     let ranges = sketch.borrow().split(shards);
     Ok(Split { corpus, ranges })
 }
@@ -470,25 +470,28 @@ pub(super) fn status(
             .collect();
         println!(
             "{}",
-            serde_json::json!({
-                "plan_id": shards.id,
-                "progress": ps.store.shown(),
-                "shards": per,
-                "total": {
-                    "objects_done": objects, "bytes_done": bytes, "failed": failed,
-                    "planned": {"objects": plan.corpus.objects, "bytes": plan.corpus.bytes},
-                    "bytes_per_second": aggregate,
-                    "eta_seconds": eta,
-                    "states": {
-                        "not_started": count(ShardState::NotStarted),
-                        "running": count(ShardState::Running),
-                        "stale": count(ShardState::Stale),
-                        "done": count(ShardState::Done),
-                        "failed": count(ShardState::Failed),
+            super::json::stamp(
+                super::json::SHARDS_STATUS,
+                serde_json::json!({
+                    "plan_id": shards.id,
+                    "progress": ps.store.shown(),
+                    "shards": per,
+                    "total": {
+                        "objects_done": objects, "bytes_done": bytes, "failed": failed,
+                        "planned": {"objects": plan.corpus.objects, "bytes": plan.corpus.bytes},
+                        "bytes_per_second": aggregate,
+                        "eta_seconds": eta,
+                        "states": {
+                            "not_started": count(ShardState::NotStarted),
+                            "running": count(ShardState::Running),
+                            "stale": count(ShardState::Stale),
+                            "done": count(ShardState::Done),
+                            "failed": count(ShardState::Failed),
+                        },
+                        "done": all_done,
                     },
-                    "done": all_done,
-                },
-            })
+                })
+            )
         );
         return Ok(Exit::Success);
     }

@@ -10,6 +10,7 @@ use super::CliError;
 use super::copy_cmd::{EngineArgs, resolve, usage};
 use super::exit::Exit;
 use super::metrics::Metrics;
+use super::progress::Progress;
 use super::stores::{provider_of, region_of, resolve_storage_class};
 use super::sync_summary::{
     dry_run_copy_line, dry_run_delete_line, messages, one_line, summary_json,
@@ -150,15 +151,19 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
                 // A scheduler reading --json gets a summary object however the run ended.
                 println!(
                     "{}",
-                    serde_json::json!({
-                        "event": "summary",
-                        "source": src_shown,
-                        "destination": dst_shown,
-                        "dry_run": dry_run,
-                        "error": e.to_string(),
-                        "exit_code": e.exit() as u8,
-                        "deletes": {"verdict": "suppressed", "deleted": 0},
-                    })
+                    super::json::stamp(
+                        super::json::SYNC,
+                        serde_json::json!({
+                            "event": "summary",
+                            "command": "sync",
+                            "source": src_shown,
+                            "destination": dst_shown,
+                            "dry_run": dry_run,
+                            "error": e.to_string(),
+                            "exit_code": e.exit() as u8,
+                            "delete": {"verdict": "suppressed", "deleted": {"objects": 0, "bytes": 0}},
+                        })
+                    )
                 );
             }
             Err(e)
@@ -231,7 +236,8 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
         .block_on(async {
             super::stop_on_ctrl_c(
                 stop.clone(),
-                "stopping after the objects in flight; nothing will be deleted",
+                "stopping: no new object starts, the objects in flight finish and are journaled, nothing will be deleted",
+                res.opts.counters.clone(),
             );
             let run = Run {
                 src,
@@ -242,11 +248,18 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
                 stop,
             };
             let spill_in = (!dry_run).then_some(res.journal_path.as_path());
-            let (report, deletes) = crate::transfer::sync::run(
+            // --quiet is silent on success: no bar and no stats line.
+            let mut display = res.display.clone();
+            if quiet {
+                display = Default::default();
+            }
+            let progress = Progress::new(display, res.opts.counters.clone().unwrap_or_default());
+            let outcome = crate::transfer::sync::run(
                 run,
                 policy,
                 spill_in,
                 |ev| {
+                    progress.event(ev);
                     if dry_run && let Some(line) = dry_run_copy_line(ev, json) {
                         print_line(line);
                     }
@@ -257,7 +270,9 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
                     }
                 },
             )
-            .await?;
+            .await;
+            progress.finish();
+            let (report, deletes) = outcome?;
             Ok::<_, CliError>((report, deletes))
         })
         .map_err(|e| e.naming_credentials(&hint))?;

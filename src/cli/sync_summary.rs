@@ -2,7 +2,7 @@
 //! the `--json` summary object, and the lines of a dry run.
 
 use super::copy_cmd::Resolved;
-use super::copy_summary::{credentials_refused, event_json, failed_json, refused_json};
+use super::copy_summary::{copied_key, credentials_refused, event_json, failed_json, refused_json};
 use super::sync_cmd::{Outcome, SyncArgs};
 use crate::transfer::Event;
 use crate::transfer::Report;
@@ -14,11 +14,13 @@ use rust_decimal::Decimal;
 pub(super) fn dry_run_copy_line(ev: &Event, json: bool) -> Option<String> {
     match ev {
         Event::WouldCopy { key, bytes, reason } => Some(if json {
-            event_json(ev)
+            event_json(ev, super::json::SYNC)
         } else {
             format!("would copy   {key}  ({}, {reason})", fmt_bytes(*bytes))
         }),
-        Event::Failed { .. } | Event::Refused { .. } if json => Some(event_json(ev)),
+        Event::Failed { .. } | Event::Refused { .. } if json => {
+            Some(event_json(ev, super::json::SYNC))
+        }
         _ => None,
     }
 }
@@ -40,7 +42,10 @@ pub(super) fn dry_run_delete_line(
         Fate::Deleted | Fate::DeleteFailed(_) => return None,
     };
     if json {
-        let mut v = serde_json::json!({"event": event, "key": key, "bytes": bytes});
+        let mut v = super::json::stamp(
+            super::json::SYNC,
+            serde_json::json!({"event": event, "key": key, "bytes": bytes}),
+        );
         if let Fate::Kept(fee) = fate {
             v["early_deletion_fee"] = fee.to_json();
         }
@@ -263,7 +268,7 @@ pub(super) fn summary_json(
 ) -> serde_json::Value {
     let r = &o.report;
     let d = &o.deletes;
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "event": "summary",
         "command": "sync",
         "source": src,
@@ -271,7 +276,6 @@ pub(super) fn summary_json(
         "dry_run": r.dry_run,
         "interrupted": r.interrupted,
         "exit_code": o.exit as u8,
-        "copied": {"objects": r.copied, "bytes": r.copied_bytes},
         "skipped": {"objects": r.skipped, "bytes": r.skipped_bytes},
         "failed": failed_json(r),
         "refused": refused_json(r),
@@ -289,7 +293,8 @@ pub(super) fn summary_json(
             "allowed": d.allowed,
             "candidates": {"objects": d.deletable, "bytes": d.deletable_bytes},
             "deleted": {"objects": d.deleted, "bytes": d.deleted_bytes},
-            "failed": d.failed.iter().take(100).map(|(k, e)| serde_json::json!({"key": k, "error": e})).collect::<Vec<_>>(),
+            "failed": {"objects": d.failed.len(),
+                       "keys": d.failed.iter().take(100).map(|(k, e)| serde_json::json!({"key": k, "error": e})).collect::<Vec<_>>()},
             "kept_min_duration": {"objects": d.kept_young, "bytes": d.kept_young_bytes,
                                   "early_deletion_fee": d.kept_fee.to_json(),
                                   "class": min.as_ref().map(|m| m.class.clone()),
@@ -305,5 +310,7 @@ pub(super) fn summary_json(
         "cost": o.cost.json(),
         "seconds": secs(r).to_string().parse::<serde_json::Number>().ok(),
         "journal": (!r.dry_run).then(|| res.journal_path.display().to_string()),
-    })
+    });
+    v[copied_key(r)] = serde_json::json!({"objects": r.copied, "bytes": r.copied_bytes});
+    super::json::stamp(super::json::SYNC, v)
 }

@@ -171,6 +171,44 @@ impl Corpus {
     }
 }
 
+/// A corpus built one object at a time (a live listing), in constant memory: only the size
+/// histogram is kept.
+#[derive(Default)]
+pub struct CorpusBuilder {
+    hist: Histogram,
+    bytes: u64,
+}
+
+impl CorpusBuilder {
+    pub fn add(&mut self, size: u64, class: Option<&str>) {
+        self.hist.add("", size, class);
+        self.bytes = self.bytes.saturating_add(size);
+    }
+
+    pub fn objects(&self) -> u64 {
+        self.hist.objects
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The corpus, or an error if nothing was added.
+    pub fn finish(self, origin: String) -> Result<Corpus, CorpusError> {
+        if self.hist.objects == 0 {
+            return Err(CorpusError::Io {
+                file: origin,
+                message: "the listing found no objects".into(),
+            });
+        }
+        Ok(Corpus {
+            buckets: self.hist.into_buckets(),
+            origin,
+            skipped_lines: 0,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InventoryFormat {
     Auto,
@@ -256,24 +294,6 @@ fn profile_buckets(
 
 /// Receives each object's key and size while a corpus is read.
 pub type KeySink = Box<dyn FnMut(&str, u64)>;
-
-/// Builds a corpus from objects handed in one at a time (a listing), in constant memory.
-#[derive(Default)]
-pub struct CorpusBuilder(Histogram);
-
-impl CorpusBuilder {
-    pub fn add(&mut self, size: u64, class: Option<&str>) {
-        self.0.add("", size, class);
-    }
-
-    pub fn finish(self, origin: String) -> Corpus {
-        Corpus {
-            buckets: self.0.into_buckets(),
-            origin,
-            skipped_lines: 0,
-        }
-    }
-}
 
 #[derive(Default)]
 struct Histogram {

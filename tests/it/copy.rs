@@ -57,6 +57,7 @@ pub fn options() -> CopyOptions {
         include: None,
         exclude: None,
         counters: None,
+        size_ahead: false,
     }
 }
 

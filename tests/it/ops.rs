@@ -84,3 +84,126 @@ fn a_refused_connection_is_logged_in_plain_words() {
     );
     assert!(!t.contains(&s.secret) && !t.contains("X-Amz-"), "{t}");
 }
+
+/// A local tree of `n` files of `size` bytes.
+fn tree(root: &std::path::Path, n: usize, size: usize) {
+    std::fs::create_dir_all(root).unwrap();
+    for i in 0..n {
+        std::fs::write(
+            root.join(format!("f{i:03}")),
+            vec![b'a' + (i % 26) as u8; size],
+        )
+        .unwrap();
+    }
+}
+
+/// Without a terminal, `--stats 1s` prints a stats line with the totals (from the sizing
+/// listing of the local source), the percentage, the objects and an ETA while the run lasts.
+#[test]
+fn the_stats_line_shows_totals_and_eta_without_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(&dir.path().join("src"), 8, 512 * 1024);
+    let o = super::moverctl()
+        .args([
+            "copy",
+            "--stats",
+            "1s",
+            "--bwlimit",
+            "1MiB/s",
+            "--transfers",
+            "2",
+        ])
+        .arg(dir.path().join("src"))
+        .arg(dir.path().join("dst"))
+        .env("MOVERCTL_STATE_DIR", dir.path().join("state"))
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let stats: Vec<&str> = err.lines().filter(|l| l.contains("stats: ")).collect();
+    assert!(stats.len() >= 2, "a line a second for ~4 s:\n{err}");
+    let last = stats.last().unwrap();
+    assert!(
+        last.contains("/ 4.19 MB (") && last.contains("/ 8 objects") && last.contains("ETA "),
+        "{last}"
+    );
+}
+
+/// Under a pseudo-terminal the bar shows done / total bytes, the percentage and done / total
+/// objects (bytes count when written, not when read), and Ctrl-C's message is not overdrawn.
+#[test]
+fn the_bar_shows_totals_under_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(&dir.path().join("src"), 6, 512 * 1024);
+    let bin = env!("CARGO_BIN_EXE_moverctl");
+    let cmd = format!(
+        "{bin} copy --bwlimit 1MiB/s --transfers 2 {} {}",
+        dir.path().join("src").display(),
+        dir.path().join("dst").display()
+    );
+    let o = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+        .env("MOVERCTL_STATE_DIR", dir.path().join("state"))
+        .env("TERM", "xterm")
+        .env("COLUMNS", "160")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("/ 3.15 MB") && out.contains("/ 6 objects"),
+        "the bar's frames show the totals:\n{out}"
+    );
+    assert!(
+        !out.contains("stats: "),
+        "no stats line on a terminal:\n{out}"
+    );
+}
+
+/// `status` of a copy: the total the run's sizing listing recorded, the percentage, and whether
+/// a run holds the pair's lock right now.
+#[test]
+fn status_shows_totals_percent_and_whether_a_run_is_active() {
+    use moverctl::store::Store;
+    use moverctl::store::config::Remotes;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let state = root.join("state");
+    tree(&root.join("src"), 4, 1000);
+    let run = |args: &[&str]| {
+        super::moverctl()
+            .args(args)
+            .env("MOVERCTL_STATE_DIR", &state)
+            .output()
+            .unwrap()
+    };
+    let (src, dst) = (root.join("src"), root.join("dst"));
+    let (s, d) = (src.display().to_string(), dst.display().to_string());
+    expect(&run(&["copy", &s, &d]), 0);
+    let status = || {
+        let o = run(&["status", "--src", &s, "--dst", &d, "--json"]);
+        expect(&o, 0);
+        serde_json::from_str::<serde_json::Value>(String::from_utf8_lossy(&o.stdout).trim())
+            .unwrap()
+    };
+    let v = status();
+    assert_eq!(v["total"]["objects"], 4, "{v}");
+    assert_eq!(v["total"]["bytes"], 4000, "{v}");
+    assert_eq!(v["percent"].as_f64(), Some(100.0), "{v}");
+    assert_eq!(v["running"], false, "{v}");
+    // A run holding the lock of the pair.
+    let none = Remotes::parse("none.toml", "").unwrap();
+    let id = |p: &str| Store::open(p, &none).unwrap().identity;
+    let lock = moverctl::lock::default_path(&id(&s), &id(&d));
+    let lock = state.join(lock.file_name().unwrap());
+    let (_held, _) = moverctl::lock::RunLock::acquire(&lock, "copy (test)").unwrap();
+    let v = status();
+    assert_eq!(v["running"], true, "{v}");
+    assert!(
+        v["run"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("pid {}", std::process::id())),
+        "{v}"
+    );
+}

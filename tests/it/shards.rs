@@ -233,7 +233,11 @@ fn a_shard_restarted_with_an_empty_state_folder_copies_nothing_again() {
             .output()
             .unwrap();
         expect(&o, 0);
-        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+        let v = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap();
+        let id = super::json_schema::validate(&v, &super::json_schema::schemas())
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(id, "moverctl.shards-status/1");
+        v
     };
     let v = status();
     assert_eq!(v["total"]["states"]["not_started"], 2, "{v}");
@@ -244,7 +248,9 @@ fn a_shard_restarted_with_an_empty_state_folder_copies_nothing_again() {
     let v = summary(&o);
     let copied = v["copied"]["objects"].as_u64().unwrap();
     assert!(copied > 0);
-    // The run against the plan's share for this shard.
+    // The run against the plan's share for this shard, as documented.
+    super::json_schema::validate(&v, &super::json_schema::schemas())
+        .unwrap_or_else(|e| panic!("{e:?}"));
     assert_eq!(v["shard"]["index"], 0, "{v}");
     assert_eq!(v["shard"]["done"]["objects"], copied, "{v}");
     assert_eq!(v["shard"]["planned"]["objects"], copied, "{v}");
