@@ -1,11 +1,11 @@
 //! `moverctl providers` and `moverctl providers show NAME`.
 
+use super::json::{PROVIDERS, number, stamp};
 use super::{CliError, ProvidersAction, ProvidersArgs};
 use crate::catalog::{Catalog, Provider, RequestPrice, Tristate, price_dates};
 use crate::money::Usd;
 use crate::units::fmt_bytes;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
-use super::json::{PROVIDERS, number, stamp};
 use serde_json::json;
 
 pub fn run(catalog: &Catalog, args: ProvidersArgs) -> Result<(), CliError> {

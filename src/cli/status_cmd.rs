@@ -92,18 +92,21 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
     if args.json {
         println!(
             "{}",
-            super::json::stamp(super::json::STATUS, serde_json::json!({
-                "journal": path.display().to_string(), "source": src, "destination": dst,
-                "verified": {"objects": s.verified, "bytes": s.verified_bytes},
-                "failed": s.failed, "in_progress": s.copying, "open_multipart_uploads": open.len(),
-                "corpus": corpus.map(|(b, o)| serde_json::json!({"bytes": b, "objects": o})),
-                "total": total.map(|(b, o)| serde_json::json!({"bytes": b, "objects": o})),
-                "percent": total.filter(|(b, _)| *b > 0).map(|(b, _)| (s.verified_bytes as f64 * 1000.0 / b as f64).round() / 10.0),
-                "bytes_per_second_last_5_min": rate.round() as u64,
-                "eta_seconds": eta.map(|d| d.as_secs()),
-                "running": running.is_some(),
-                "run": running,
-            }))
+            super::json::stamp(
+                super::json::STATUS,
+                serde_json::json!({
+                    "journal": path.display().to_string(), "source": src, "destination": dst,
+                    "verified": {"objects": s.verified, "bytes": s.verified_bytes},
+                    "failed": s.failed, "in_progress": s.copying, "open_multipart_uploads": open.len(),
+                    "corpus": corpus.map(|(b, o)| serde_json::json!({"bytes": b, "objects": o})),
+                    "total": total.map(|(b, o)| serde_json::json!({"bytes": b, "objects": o})),
+                    "percent": total.filter(|(b, _)| *b > 0).map(|(b, _)| (s.verified_bytes as f64 * 1000.0 / b as f64).round() / 10.0),
+                    "bytes_per_second_last_5_min": rate.round() as u64,
+                    "eta_seconds": eta.map(|d| d.as_secs()),
+                    "running": running.is_some(),
+                    "run": running,
+                })
+            )
         );
         return Ok(Exit::Success);
     }

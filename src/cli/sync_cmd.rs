@@ -151,16 +151,19 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
                 // A scheduler reading --json gets a summary object however the run ended.
                 println!(
                     "{}",
-                    super::json::stamp(super::json::SYNC, serde_json::json!({
-                        "event": "summary",
-                        "command": "sync",
-                        "source": src_shown,
-                        "destination": dst_shown,
-                        "dry_run": dry_run,
-                        "error": e.to_string(),
-                        "exit_code": e.exit() as u8,
-                        "delete": {"verdict": "suppressed", "deleted": {"objects": 0, "bytes": 0}},
-                    }))
+                    super::json::stamp(
+                        super::json::SYNC,
+                        serde_json::json!({
+                            "event": "summary",
+                            "command": "sync",
+                            "source": src_shown,
+                            "destination": dst_shown,
+                            "dry_run": dry_run,
+                            "error": e.to_string(),
+                            "exit_code": e.exit() as u8,
+                            "delete": {"verdict": "suppressed", "deleted": {"objects": 0, "bytes": 0}},
+                        })
+                    )
                 );
             }
             Err(e)

@@ -2,9 +2,7 @@
 //! the `--json` summary object, and the lines of a dry run.
 
 use super::copy_cmd::Resolved;
-use super::copy_summary::{
-    copied_key, credentials_refused, event_json, failed_json, refused_json,
-};
+use super::copy_summary::{copied_key, credentials_refused, event_json, failed_json, refused_json};
 use super::sync_cmd::{Outcome, SyncArgs};
 use crate::transfer::Event;
 use crate::transfer::Report;
@@ -20,7 +18,9 @@ pub(super) fn dry_run_copy_line(ev: &Event, json: bool) -> Option<String> {
         } else {
             format!("would copy   {key}  ({}, {reason})", fmt_bytes(*bytes))
         }),
-        Event::Failed { .. } | Event::Refused { .. } if json => Some(event_json(ev, super::json::SYNC)),
+        Event::Failed { .. } | Event::Refused { .. } if json => {
+            Some(event_json(ev, super::json::SYNC))
+        }
         _ => None,
     }
 }

@@ -18,9 +18,13 @@ fn schemas() -> BTreeMap<String, Value> {
         match (&mut block, line.trim_end()) {
             (None, "```json") => block = Some(String::new()),
             (Some(b), "```") => {
-                let v: Value = serde_json::from_str(b)
-                    .unwrap_or_else(|e| panic!("docs/json.md: a schema block does not parse: {e}\n{b}"));
-                let id = v["$id"].as_str().expect("every block has an $id").to_string();
+                let v: Value = serde_json::from_str(b).unwrap_or_else(|e| {
+                    panic!("docs/json.md: a schema block does not parse: {e}\n{b}")
+                });
+                let id = v["$id"]
+                    .as_str()
+                    .expect("every block has an $id")
+                    .to_string();
                 out.insert(id, v);
                 block = None;
             }
@@ -49,7 +53,13 @@ fn type_ok(t: &str, v: &Value) -> bool {
 
 /// The subset of JSON Schema the document uses: type, required, properties,
 /// additionalProperties (false), items, enum, and `$ref` to another block's `$id`.
-fn check(schema: &Value, v: &Value, at: &str, all: &BTreeMap<String, Value>, errs: &mut Vec<String>) {
+fn check(
+    schema: &Value,
+    v: &Value,
+    at: &str,
+    all: &BTreeMap<String, Value>,
+    errs: &mut Vec<String>,
+) {
     if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
         let target = all.get(r).unwrap_or_else(|| panic!("no schema {r}"));
         return check(target, v, at, all, errs);
@@ -71,7 +81,12 @@ fn check(schema: &Value, v: &Value, at: &str, all: &BTreeMap<String, Value>, err
         errs.push(format!("{at}: {v} is not one of {e:?}"));
     }
     if let Some(obj) = v.as_object() {
-        for r in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+        for r in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let r = r.as_str().unwrap();
             if !obj.contains_key(r) {
                 errs.push(format!("{at}: missing {r}"));
@@ -180,7 +195,19 @@ fn every_command_prints_json_as_documented() {
         (vec!["copy", "--json", &s, &c], Some(3)),
         (vec!["copy", "--json", &s, &c], Some(3)),
         (vec!["status", "--json", "--src", &s, "--dst", &c], Some(0)),
-        (vec!["sync", "--json", "--dry-run", "--delete", "--max-delete", "100%", &s, &m], Some(3)),
+        (
+            vec![
+                "sync",
+                "--json",
+                "--dry-run",
+                "--delete",
+                "--max-delete",
+                "100%",
+                &s,
+                &m,
+            ],
+            Some(3),
+        ),
         (vec!["sync", "--json", &s, &m], Some(3)),
         (vec!["plan", "--example", "--json"], Some(0)),
         (vec!["providers", "--json"], Some(0)),
@@ -196,7 +223,16 @@ fn every_command_prints_json_as_documented() {
     .unwrap();
     let bad_s = bad.display().to_string();
     cases.push((
-        vec!["sync", "--json", "--retry-timeout", "1s", "--config", &bad_s, &s, "nowhere:b/p"],
+        vec![
+            "sync",
+            "--json",
+            "--retry-timeout",
+            "1s",
+            "--config",
+            &bad_s,
+            &s,
+            "nowhere:b/p",
+        ],
         None,
     ));
     let probe_target;
@@ -208,7 +244,13 @@ fn every_command_prints_json_as_documented() {
             format!("garage:{}/{}", sv.bucket_b, super::unique("json-probe")),
         );
         cases.push((
-            vec!["probe", "--json", "--config", &probe_target.0, &probe_target.1],
+            vec![
+                "probe",
+                "--json",
+                "--config",
+                &probe_target.0,
+                &probe_target.1,
+            ],
             Some(0),
         ));
     }
@@ -242,6 +284,9 @@ fn every_command_prints_json_as_documented() {
         "moverctl.plan/1",
         "moverctl.providers/1",
     ] {
-        assert!(seen.contains(id), "no output was checked against {id}: {seen:?}");
+        assert!(
+            seen.contains(id),
+            "no output was checked against {id}: {seen:?}"
+        );
     }
 }
