@@ -379,6 +379,7 @@ fn drive(
     let src_shown = src.shown();
     let dst_shown = dst.shown();
     let json = r.json;
+    let dry_run = r.opts.dry_run;
     let stop = Arc::new(AtomicBool::new(false));
     let report = rt.block_on(async {
         super::stop_on_ctrl_c(
@@ -423,6 +424,13 @@ fn drive(
                     let line = event_json(ev, super::json::COPY);
                     let mut o = out.lock();
                     let _ = writeln!(o, "{line}");
+                } else if dry_run
+                    && let crate::transfer::Event::WouldCopy { key, bytes, reason } = ev
+                {
+                    // A dry run lists what it would copy, and why, on stdout (the skipped
+                    // ones are counted by reason in the summary).
+                    let mut o = out.lock();
+                    let _ = writeln!(o, "would copy   {key}  ({}, {reason})", fmt_bytes(*bytes));
                 }
             },
             |_| Ok(()),

@@ -207,3 +207,26 @@ fn status_shows_totals_percent_and_whether_a_run_is_active() {
         "{v}"
     );
 }
+
+/// `copy --dry-run` lists each object it would copy with its reason on stdout, changes nothing.
+#[test]
+fn copy_dry_run_lists_what_it_would_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(&dir.path().join("src"), 3, 10);
+    let o = super::moverctl()
+        .args(["copy", "--dry-run"])
+        .arg(dir.path().join("src"))
+        .arg(dir.path().join("dst"))
+        .env("MOVERCTL_STATE_DIR", dir.path().join("state"))
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for k in ["f000", "f001", "f002"] {
+        assert!(
+            out.contains(&format!("would copy   {k}  (10 B, new)")),
+            "{out}"
+        );
+    }
+    assert!(!dir.path().join("dst/f000").exists());
+}
