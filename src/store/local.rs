@@ -337,6 +337,48 @@ mod tests {
         assert!(matches!(&got[2], Listed::Object(e) if e.key == "good"));
     }
 
+    /// Temporary files are never objects; a destination's walk removes those of a writer that is
+    /// gone, and leaves those of a live process or of another host.
+    #[tokio::test]
+    async fn temporary_files_are_never_listed_and_dead_ones_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        let mine = partial_name("x.bin");
+        assert_eq!(
+            parse_partial(&mine),
+            Some((std::process::id(), host_name()))
+        );
+        let gone = format!(".x.bin{PARTIAL_MARK}{dead_pid}-0@{}", host_name());
+        let other = format!(".x.bin{PARTIAL_MARK}{dead_pid}-0@another-host");
+        for n in [&mine, &gone, &other] {
+            std::fs::write(dir.path().join("sub").join(n), "partial").unwrap();
+        }
+        std::fs::write(dir.path().join("sub/x.bin"), "x").unwrap();
+        // A user file that merely looks alike is an object.
+        std::fs::write(dir.path().join("sub/.moverctl-partial-notes"), "n").unwrap();
+        let keys = |s: BoxStream<'static, Result<Listed, ListError>>| async move {
+            s.map(|r| r.unwrap().key().to_string())
+                .collect::<Vec<_>>()
+                .await
+        };
+        let want = vec![
+            "sub/.moverctl-partial-notes".to_string(),
+            "sub/x.bin".into(),
+        ];
+        assert_eq!(keys(walk(dir.path().to_path_buf())).await, want);
+        assert!(
+            dir.path().join("sub").join(&gone).exists(),
+            "ls removes nothing"
+        );
+        assert_eq!(keys(walk_destination(dir.path().to_path_buf())).await, want);
+        assert!(!dir.path().join("sub").join(&gone).exists(), "not swept");
+        assert!(dir.path().join("sub").join(&mine).exists());
+        assert!(dir.path().join("sub").join(&other).exists());
+    }
+
     /// Fails on the main of 2026-12-01, whose walk skipped special files without a word.
     #[cfg(unix)]
     #[tokio::test]

@@ -6,6 +6,7 @@ mod copy;
 mod creds;
 mod faults;
 mod listing;
+mod local;
 mod matrix;
 mod plan_file;
 mod plan_golden;
