@@ -335,7 +335,10 @@ fn readme_stage_a_corpus_onto_a_pfs_mount() {
     expect(&plan, 0);
     let p = text(&plan);
     assert!(p.contains("GPU idle") && p.contains("onprem"), "{p}");
-    assert!(p.contains("the GPU cluster idles for the whole transfer"), "{p}");
+    assert!(
+        p.contains("the GPU cluster idles for the whole transfer"),
+        "{p}"
+    );
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let prefix = unique("stage");
@@ -363,7 +366,14 @@ fn readme_stage_a_corpus_onto_a_pfs_mount() {
         .arg("copy")
         .arg(format!("{src_loc}/corpus/v3/"))
         .arg(&mnt)
-        .args(["--transfers", "64", "--part-concurrency", "8", "--fsync", "end"])
+        .args([
+            "--transfers",
+            "64",
+            "--part-concurrency",
+            "8",
+            "--fsync",
+            "end",
+        ])
         .args(["--multipart-threshold", "2MiB", "--part-size", "1MiB"])
         .arg("--json")
         .output()
@@ -422,7 +432,13 @@ fn readme_drain_checkpoints_from_nvme_to_a_zero_egress_bucket() {
             .arg("sync")
             .arg(&nvme)
             .arg(&bucket)
-            .args(["--include", "*.safetensors", "--delete", "--max-delete", "10"])
+            .args([
+                "--include",
+                "*.safetensors",
+                "--delete",
+                "--max-delete",
+                "10",
+            ])
             .arg("--json")
             .output()
             .unwrap();
