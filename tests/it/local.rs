@@ -249,13 +249,14 @@ fn a_file_system_without_preallocation_still_works() {
     let files = [("big.bin", 9 * MIB + 1), ("small", 10)];
     write_files(src.path(), &files);
     let dst = m.path().join("dst");
+    let journal = tempfile::tempdir().unwrap();
     let out = moverctl()
         .arg("copy")
         .arg(src.path())
         .arg(&dst)
         .args(["--part-size", "2MiB", "--multipart-threshold", "2MiB"])
         .arg("--journal")
-        .arg(src.path().join("../j-ramfs.sqlite"))
+        .arg(journal.path().join("j.sqlite"))
         .output()
         .unwrap();
     expect(&out, 0);
@@ -389,7 +390,9 @@ fn readme_stage_a_corpus_onto_a_pfs_mount() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let checked = stdout
         .lines()
-        .filter(|l| l.contains("\"copied\"") && l.contains("source-md5+dest-written-crc64"))
+        .filter(|l| {
+            l.contains("\"event\":\"copied\"") && l.contains("source-md5+dest-written-crc64")
+        })
         .count();
     assert_eq!(checked, shards.len(), "{stdout}");
 }
