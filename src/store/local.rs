@@ -406,4 +406,29 @@ mod tests {
             refused("to-fifo", "symbolic link to a FIFO; not a regular file")
         );
     }
+
+    /// A device node (made where the test may: as root) is refused by name too.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn device_files_are_refused_not_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let dev = std::ffi::CString::new(dir.path().join("null").to_str().unwrap()).unwrap();
+        // SAFETY: a valid path; 1:3 is the null device.
+        let made = unsafe { libc::mknod(dev.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 3)) };
+        if made != 0 {
+            eprintln!("note: cannot make a device node here (not root); nothing checked");
+            return;
+        }
+        let got: Vec<Listed> = walk(dir.path().to_path_buf())
+            .map(|r| r.unwrap())
+            .collect()
+            .await;
+        assert_eq!(
+            got,
+            vec![Listed::Refused {
+                key: "null".into(),
+                reason: "not a regular file (character device)".into()
+            }]
+        );
+    }
 }
