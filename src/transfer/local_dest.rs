@@ -12,7 +12,8 @@
 //! How parts are read:
 //! - a local source: each part with positional reads (1 MiB blocks, one buffer per part);
 //! - a cloud source whose only in-order claim is a multipart ETag: ranged GETs (pinned to the
-//!   listed ETag) in the source's own part layout, so the ETag is recomputed from the part MD5s;
+//!   listed ETag) of whole multiples of the source's part size (about `--part-size` each), the
+//!   MD5 of each source part computed as it streams, so the ETag is recomputed from them;
 //! - a cloud source whose digest needs every byte in order (a plain MD5, a CRC32C): one GET,
 //!   hashed as it streams, the writes running behind it.
 //!
@@ -35,6 +36,7 @@ use crate::store::http::DigestHeaders;
 use crate::store::list::Entry;
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use md5::Digest as _;
 use object_store::{Attribute, Attributes, GetOptions, GetRange};
 use std::fs::File;
 use std::ops::Range;
@@ -254,9 +256,50 @@ async fn get(
     Ok((answer, s))
 }
 
-/// Writes a stream of bytes at `range` of the file, hashing each chunk (part digests, and the
-/// object's in-order digests when given) before it is written; one write runs while the next
-/// batch is gathered. The stream must hold exactly the range's length.
+/// MD5s of consecutive pieces of `size` bytes (a source's multipart layout) of a stream.
+struct PieceMd5s {
+    size: u64,
+    filled: u64,
+    cur: md5::Md5,
+    done: Vec<[u8; 16]>,
+}
+
+impl PieceMd5s {
+    fn new(size: u64) -> PieceMd5s {
+        PieceMd5s {
+            size,
+            filled: 0,
+            cur: md5::Md5::new(),
+            done: Vec::new(),
+        }
+    }
+
+    fn update(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let take = ((self.size - self.filled) as usize).min(data.len());
+            self.cur.update(&data[..take]);
+            self.filled += take as u64;
+            data = &data[take..];
+            if self.filled == self.size {
+                let m = std::mem::replace(&mut self.cur, md5::Md5::new());
+                self.done.push(m.finalize().into());
+                self.filled = 0;
+            }
+        }
+    }
+
+    fn finish(mut self) -> Vec<[u8; 16]> {
+        if self.filled > 0 {
+            self.done.push(self.cur.finalize().into());
+        }
+        self.done
+    }
+}
+
+/// Writes a stream of bytes at `range` of the file, hashing each chunk (CRC64, the MD5 of each
+/// `piece_md5`-sized piece when given, and the object's in-order digests when given) before it
+/// is written; one write runs while the next batch is gathered. The stream must hold exactly the
+/// range's length.
 #[allow(clippy::too_many_arguments)]
 async fn write_stream(
     ctx: &Ctx,
@@ -265,10 +308,11 @@ async fn write_stream(
     dest: &Path,
     range: Range<u64>,
     mut s: BoxStream<'static, Result<Bytes, CopyError>>,
-    md5: bool,
+    piece_md5: Option<u64>,
     mut in_order: Option<&mut InOrder>,
-) -> Result<Digests, CopyError> {
-    let mut h = Hasher::new(md5);
+) -> Result<(Digests, Vec<[u8; 16]>), CopyError> {
+    let mut h = Hasher::new(false);
+    let mut pieces = piece_md5.map(PieceMd5s::new);
     let mut off = range.start;
     let mut batch: Vec<Bytes> = Vec::new();
     let mut batched = 0usize;
@@ -289,6 +333,9 @@ async fn write_stream(
                     )));
                 }
                 h.update(&c);
+                if let Some(p) = &mut pieces {
+                    p.update(&c);
+                }
                 if let Some(w) = in_order.as_deref_mut() {
                     w.update(&c);
                 }
@@ -330,7 +377,7 @@ async fn write_stream(
             range.end - range.start
         )));
     }
-    Ok(d)
+    Ok((d, pieces.map(PieceMd5s::finish).unwrap_or_default()))
 }
 
 fn progress(ctx: &Ctx, src: &Entry, n: u64) {
@@ -414,8 +461,9 @@ fn ranges(size: u64, part: u64) -> Vec<Range<u64>> {
 enum Reads {
     /// A local file, by positional reads.
     Local(Arc<File>, PathBuf),
-    /// A cloud object by ranged GETs, part MD5s computed when its multipart ETag is checked.
-    Ranged { part_md5: bool },
+    /// A cloud object by ranged GETs; with the source's part size, the MD5 of each of its parts
+    /// (ranges are whole multiples of it) so its multipart ETag can be recomputed.
+    Ranged { src_part: Option<u64> },
     /// A cloud object by one GET, hashed in order.
     Stream,
 }
@@ -458,16 +506,25 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Ou
         if rest.needs_in_order() {
             (claims, Reads::Stream, size)
         } else {
-            // The source's own layout, so its multipart ETag comes from the part MD5s.
+            // Ranges are whole multiples of the source's own part size, so its multipart ETag
+            // comes from the MD5s of its parts; about the preferred part size each (few requests:
+            // a 5 MiB layout is not read with 5 MiB GETs), enough of them to fill the parts in
+            // flight.
             let layout = claims.parts_etag.as_ref().map(|(p, _)| *p);
-            let p = layout.or(part).unwrap_or(size);
-            (
-                claims,
-                Reads::Ranged {
-                    part_md5: layout.is_some(),
-                },
-                p,
-            )
+            let want = part.unwrap_or(size);
+            let p = match layout {
+                Some(lp) => {
+                    let target = ctx
+                        .opts
+                        .part_rule
+                        .preferred_part
+                        .min(size.div_ceil(ctx.opts.part_concurrency.max(1) as u64))
+                        .max(lp);
+                    (target / lp).max(1) * lp
+                }
+                None => want,
+            };
+            (claims, Reads::Ranged { src_part: layout }, p)
         }
     };
     let parts = ranges(size, part);
@@ -503,17 +560,8 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Ou
             }
             *answer.lock().expect("answer lock") = Some(a);
             let mut w = claims.needs_in_order().then(|| InOrder::new(&claims));
-            let d = write_stream(
-                ctx,
-                src,
-                &partial.file,
-                &dest,
-                0..size,
-                s,
-                false,
-                w.as_mut(),
-            )
-            .await?;
+            let (d, _) =
+                write_stream(ctx, src, &partial.file, &dest, 0..size, s, None, w.as_mut()).await?;
             (d.crc64, w.map(InOrder::finish))
         }
         Reads::Local(f, sp) => {
@@ -533,31 +581,34 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Ou
                 .buffer_unordered(ctx.opts.part_concurrency.max(1))
                 .try_collect()
                 .await?;
-            (combine(results).0, None)
+            let results = results.into_iter().map(|(i, d)| (i, d, Vec::new()));
+            (combine(results.collect()).0, None)
         }
-        Reads::Ranged { part_md5 } => {
-            let part_md5 = *part_md5;
-            let results: Vec<(usize, Digests)> = stream::iter(parts.iter().cloned().enumerate())
-                .map(|(i, r)| {
-                    let (file, dest, answer) = (&partial.file, &dest, answer.clone());
-                    async move {
-                        let _permit = ctx
-                            .buffers
-                            .acquire_many(mib.min(ctx.buffer_mib))
-                            .await
-                            .expect("buffer semaphore open");
-                        let (a, s) = get(ctx, src, Some(r.clone())).await?;
-                        answer.lock().expect("answer lock").get_or_insert(a);
-                        let d = write_stream(ctx, src, file, dest, r, s, part_md5, None).await?;
-                        Ok::<_, CopyError>((i, d))
-                    }
-                })
-                .buffer_unordered(ctx.opts.part_concurrency.max(1))
-                .try_collect()
-                .await?;
+        Reads::Ranged { src_part } => {
+            let src_part = *src_part;
+            let results: Vec<(usize, Digests, Vec<[u8; 16]>)> =
+                stream::iter(parts.iter().cloned().enumerate())
+                    .map(|(i, r)| {
+                        let (file, dest, answer) = (&partial.file, &dest, answer.clone());
+                        async move {
+                            let _permit = ctx
+                                .buffers
+                                .acquire_many(mib.min(ctx.buffer_mib))
+                                .await
+                                .expect("buffer semaphore open");
+                            let (a, s) = get(ctx, src, Some(r.clone())).await?;
+                            answer.lock().expect("answer lock").get_or_insert(a);
+                            let (d, m) =
+                                write_stream(ctx, src, file, dest, r, s, src_part, None).await?;
+                            Ok::<_, CopyError>((i, d, m))
+                        }
+                    })
+                    .buffer_unordered(ctx.opts.part_concurrency.max(1))
+                    .try_collect()
+                    .await?;
             let (crc, md5s) = combine(results);
-            let ordered = part_md5.then(|| Ordered {
-                parts_etag: md5s.map(|m| checksum::multipart_etag(&m)),
+            let ordered = src_part.map(|_| Ordered {
+                parts_etag: Some(checksum::multipart_etag(&md5s)),
                 ..Default::default()
             });
             if let Some(a) = answer.lock().expect("answer lock").as_ref()
@@ -614,17 +665,17 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Ou
     })
 }
 
-/// The whole CRC64 of parts (combined in order) and their MD5s when every part has one.
-fn combine(mut results: Vec<(usize, Digests)>) -> (u64, Option<Vec<[u8; 16]>>) {
-    results.sort_by_key(|(i, _)| *i);
+/// The whole CRC64 of parts (combined in order) and the MD5s of the source's parts in order.
+fn combine(mut results: Vec<(usize, Digests, Vec<[u8; 16]>)>) -> (u64, Vec<[u8; 16]>) {
+    results.sort_by_key(|(i, _, _)| *i);
     let mut crc: Option<u64> = None;
-    for (_, d) in &results {
+    for (_, d, _) in &results {
         crc = Some(match crc {
             None => d.crc64,
             Some(c) => checksum::crc64_combine(c, d.crc64, d.bytes),
         });
     }
-    let md5s = results.iter().map(|(_, d)| d.md5).collect();
+    let md5s = results.into_iter().flat_map(|(_, _, m)| m).collect();
     (crc.unwrap_or_else(|| checksum::crc64_of(&[])), md5s)
 }
 
@@ -791,6 +842,22 @@ mod tests {
             .chain(chunks.iter().flat_map(|c| c.iter().copied()))
             .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn piece_md5s_do_not_depend_on_chunking() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let want: Vec<[u8; 16]> = data
+            .chunks(4096)
+            .map(|c| md5::Md5::digest(c).into())
+            .collect();
+        for chunk in [1, 333, 4096, 5000, 10_000] {
+            let mut p = PieceMd5s::new(4096);
+            for c in data.chunks(chunk) {
+                p.update(c);
+            }
+            assert_eq!(p.finish(), want, "chunks of {chunk}");
+        }
     }
 
     #[test]
