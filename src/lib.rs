@@ -11,7 +11,8 @@
 //!   refusal ([`store::overlap`]).
 //! - `transfer`: the decision table ([`transfer::diff::decide`]), one object's verified copy
 //!   ([`transfer::copy`], claims of the source in [`transfer::claims`], the typed
-//!   [`transfer::verification::Verification`]), the run ([`transfer::Run`]) and sync's guarded
+//!   [`transfer::verification::Verification`]; into a local folder, [`transfer::local_dest`]:
+//!   one preallocated temporary file per object, positional writes, an atomic rename), the run ([`transfer::Run`]) and sync's guarded
 //!   delete phase ([`transfer::sync`]).
 //! - `journal`: resume state and every SQL statement on it.
 
