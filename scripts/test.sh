@@ -15,6 +15,15 @@ if [ ! -x "$tools/moto/bin/moto_server" ]; then
   python3 -m venv "$tools/moto"
   "$tools/moto/bin/pip" install --quiet 'moto[server]'
 fi
+# Debian's chromium renders the HTML plan report in a test (tests/it/plan_report.rs); under
+# MOVERCTL_REQUIRE_SERVERS=1 that test fails instead of skipping when it is missing.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  echo "== installing Debian's chromium package (for the plan --report test)"
+  as_root=""
+  if [ "$(id -u)" != 0 ]; then as_root="sudo"; fi
+  $as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq chromium
+fi
 scripts/servers.sh start
 if [ "$started" = 1 ]; then
   trap 'scripts/servers.sh stop >/dev/null 2>&1 || true' EXIT

@@ -12,8 +12,13 @@
 //! - `transfer`: the decision table ([`transfer::diff::decide`]), one object's verified copy
 //!   ([`transfer::copy`], claims of the source in [`transfer::claims`], the typed
 //!   [`transfer::verification::Verification`]; into a local folder, [`transfer::local_dest`]:
-//!   one preallocated temporary file per object, positional writes, an atomic rename), the run ([`transfer::Run`]) and sync's guarded
-//!   delete phase ([`transfer::sync`]).
+//!   one preallocated temporary file per object, positional writes, an atomic rename), the run ([`transfer::Run`]), a sync run with
+//!   its guarded delete phase ([`transfer::sync::run`]) and a run's price ([`transfer::cost`]).
+//! - `cli`: flags resolved once per command, one call into the engine, and presentation (the
+//!   `*_summary.rs`, progress and metrics writers); errors stay typed to the exit code.
+//! - `plan`: the pure cost and time model ([`plan::model`]), move or stay over a horizon of reads
+//!   ([`plan::horizon`]), archive restore tiers ([`plan::restore`]), the table/JSON
+//!   ([`plan::render`]) and HTML ([`plan::report`]) outputs, and the plan file ([`plan::file`]).
 //! - `journal`: resume state and every SQL statement on it.
 
 pub mod catalog;

@@ -1,6 +1,7 @@
 //! `moverctl ls LOCATION`: keys, sizes and totals, streamed in key order.
 
 use super::CliError;
+use super::json::{LS, stamp};
 use crate::store::Store;
 use crate::store::config::Remotes;
 use crate::store::list::{Listed, list};
@@ -20,8 +21,9 @@ pub struct LsArgs {
 
 pub fn run(remotes: &Remotes, args: LsArgs) -> Result<super::exit::Exit, CliError> {
     let store = Store::open(&args.location, remotes)?;
+    let hint = super::stores::credentials_hint(&[&store]);
     let rt = super::runtime()?;
-    rt.block_on(async move {
+    let listed = rt.block_on(async move {
         let mut stream = list(&store);
         let out = std::io::stdout();
         let mut out = std::io::BufWriter::new(out.lock());
@@ -32,10 +34,13 @@ pub fn run(remotes: &Remotes, args: LsArgs) -> Result<super::exit::Exit, CliErro
                     objects += 1;
                     bytes += e.size;
                     let line = if args.json {
-                        serde_json::json!({
-                            "key": e.key, "size": e.size,
-                            "last_modified": e.last_modified.to_rfc3339(), "etag": e.e_tag,
-                        })
+                        stamp(
+                            LS,
+                            serde_json::json!({
+                                "event": "object", "key": e.key, "bytes": e.size,
+                                "last_modified": e.last_modified.to_rfc3339(), "etag": e.e_tag,
+                            }),
+                        )
                         .to_string()
                     } else {
                         format!(
@@ -53,7 +58,10 @@ pub fn run(remotes: &Remotes, args: LsArgs) -> Result<super::exit::Exit, CliErro
                         writeln!(
                             out,
                             "{}",
-                            serde_json::json!({"refused": key, "reason": reason})
+                            stamp(
+                                LS,
+                                serde_json::json!({"event": "refused", "key": key, "reason": reason})
+                            )
                         )
                         .map_err(io_err)?;
                     }
@@ -65,7 +73,11 @@ pub fn run(remotes: &Remotes, args: LsArgs) -> Result<super::exit::Exit, CliErro
             writeln!(
                 out,
                 "{}",
-                serde_json::json!({"objects": objects, "bytes": bytes, "refused": refused})
+                stamp(
+                    LS,
+                    serde_json::json!({"event": "summary", "objects": objects, "bytes": bytes,
+                                       "refused": {"objects": refused}})
+                )
             )
             .map_err(io_err)?;
         } else {
@@ -87,7 +99,8 @@ pub fn run(remotes: &Remotes, args: LsArgs) -> Result<super::exit::Exit, CliErro
         } else {
             super::exit::Exit::Success
         })
-    })
+    });
+    listed.map_err(|e: CliError| e.naming_credentials(&hint))
 }
 
 fn io_err(e: std::io::Error) -> CliError {

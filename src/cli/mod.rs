@@ -2,15 +2,20 @@
 //! Every error is printed once, here, and becomes an exit code from [`exit::TABLE`].
 
 mod copy_cmd;
+mod copy_summary;
 pub mod exit;
+pub mod json;
+pub mod log;
 mod ls_cmd;
 mod metrics;
 mod plan_cmd;
 mod probe_cmd;
 mod progress;
 mod providers_cmd;
+mod status_cmd;
 pub mod stores;
 mod sync_cmd;
+mod sync_summary;
 
 use crate::catalog::{Catalog, CatalogError};
 use clap::{Args, Parser, Subcommand};
@@ -41,6 +46,8 @@ pub struct Cli {
         default_value = "4m"
     )]
     pub retry_timeout: String,
+    #[command(flatten)]
+    pub log: log::LogArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -69,7 +76,7 @@ pub enum Command {
     /// summary, --json and a Prometheus --metrics-file, each run priced.
     Sync(Box<sync_cmd::SyncArgs>),
     /// Progress of a plan or copy from its journal (no store is contacted).
-    Status(copy_cmd::StatusArgs),
+    Status(status_cmd::StatusArgs),
 }
 
 #[derive(Debug, Args)]
@@ -112,9 +119,9 @@ pub enum CliError {
     Probe(#[from] crate::probe::ProbeError),
     #[error("{0}")]
     Usage(String),
-    /// Another run holds the sync lock.
-    #[error("{0}")]
-    Locked(String),
+    /// The pair's run lock: held by another run (exit 6), or its file could not be used.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
     /// A copy or sync run that stopped (a listing failed, the journal could not be written).
     #[error(transparent)]
     Run(#[from] crate::transfer::RunError),
@@ -122,6 +129,10 @@ pub enum CliError {
     Journal(#[from] crate::journal::JournalError),
     #[error("{0}")]
     Failure(String),
+    /// A store refused the credentials: the error, and where each store's credentials came from
+    /// (named, never a value), so the user knows which variable or profile to fix.
+    #[error("{source}; {hint}")]
+    Refused { source: Box<CliError>, hint: String },
 }
 
 impl CliError {
@@ -149,29 +160,62 @@ impl CliError {
             CliError::Probe(crate::probe::ProbeError::Interrupted { .. }) => Exit::Interrupted,
             CliError::Probe(_) => Exit::Failure,
             CliError::Failure(_) => Exit::Failure,
-            CliError::Locked(_) => Exit::Locked,
+            CliError::Lock(crate::lock::LockError::Held { .. }) => Exit::Locked,
+            CliError::Lock(_) => Exit::Failure,
+            CliError::Refused { .. } => Exit::Credentials,
+        }
+    }
+
+    /// When this error means the credentials were refused (exit 4), the same error with `hint`
+    /// (see [`stores::credentials_hint`]) added; any other error unchanged.
+    pub fn naming_credentials(self, hint: &str) -> CliError {
+        if self.exit() == Exit::Credentials && !matches!(self, CliError::Refused { .. }) {
+            CliError::Refused {
+                source: Box::new(self),
+                hint: hint.to_string(),
+            }
+        } else {
+            self
         }
     }
 }
 
 /// A listing the store refused for its credentials is exit 4; any other listing failure, 1.
 fn list_exit(e: &crate::store::list::ListError) -> Exit {
-    match e {
-        crate::store::list::ListError::Store { source, .. }
-            if crate::store::is_auth_error(source) =>
-        {
-            Exit::Credentials
-        }
+    match e.kind() {
+        crate::store::error::StoreErrorKind::Auth => Exit::Credentials,
         _ => Exit::Failure,
     }
 }
 
-/// On the first Ctrl-C, says `message` and sets `stop` (objects in flight finish and are
-/// journaled); on the second, exits at once with 130. Call inside the runtime.
-pub fn stop_on_ctrl_c(stop: std::sync::Arc<std::sync::atomic::AtomicBool>, message: &'static str) {
+/// On the first Ctrl-C, says `message` (on a line the progress bar cannot overwrite, with the
+/// large objects being finished when `counters` knows them) and sets `stop` (objects in flight
+/// finish and are journaled); on the second, exits at once with 130. Call inside the runtime.
+pub fn stop_on_ctrl_c(
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    message: &'static str,
+    counters: Option<std::sync::Arc<crate::transfer::Counters>>,
+) {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("moverctl: {message} (Ctrl-C again to abort now)");
+            let finishing = counters
+                .and_then(|c| {
+                    let m = c.in_flight.lock().ok()?;
+                    (!m.is_empty()).then(|| {
+                        let keys: Vec<&str> = m.keys().take(3).map(String::as_str).collect();
+                        format!(
+                            "; finishing {} large object{} in flight ({}{})",
+                            m.len(),
+                            if m.len() == 1 { "" } else { "s" },
+                            keys.join(", "),
+                            if m.len() > 3 { ", …" } else { "" }
+                        )
+                    })
+                })
+                .unwrap_or_default();
+            log::above_bar(&format!(
+                "moverctl: {message}{finishing} (Ctrl-C again to abort now)"
+            ));
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(130);
@@ -205,12 +249,15 @@ pub fn main() -> std::process::ExitCode {
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
+    log::init(&cli.log)?;
     let window = humantime::parse_duration(&cli.retry_timeout)
         .map_err(|e| CliError::Usage(format!("--retry-timeout {:?}: {e}", cli.retry_timeout)))?;
     crate::store::retry::set_timeout(window);
     let catalog = load_catalog(cli.providers.as_deref())?;
     match cli.command {
-        Command::Plan(args) => plan_cmd::run(&catalog, *args).map(|()| Exit::Success),
+        Command::Plan(args) => {
+            plan_cmd::run(&catalog, cli.config.as_deref(), *args).map(|()| Exit::Success)
+        }
         Command::Providers(args) => providers_cmd::run(&catalog, args).map(|()| Exit::Success),
         Command::Ls(args) => {
             let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
@@ -234,7 +281,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         }
         Command::Status(args) => {
             let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
-            copy_cmd::run_status(&remotes, args)
+            status_cmd::run_status(&remotes, args)
         }
     }
 }

@@ -5,6 +5,7 @@ use crate::catalog::{Catalog, Provider, RequestPrice, Tristate, price_dates};
 use crate::money::Usd;
 use crate::units::fmt_bytes;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use super::json::{PROVIDERS, number, stamp};
 use serde_json::json;
 
 pub fn run(catalog: &Catalog, args: ProvidersArgs) -> Result<(), CliError> {
@@ -47,6 +48,7 @@ fn list(catalog: &Catalog, as_json: bool) {
                 })
             })
             .collect();
+        let v = stamp(PROVIDERS, json!({"providers": v}));
         println!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
         return;
     }
@@ -93,6 +95,11 @@ fn req(r: &RequestPrice) -> String {
     s
 }
 
+/// A request price as data: `{"price": 0.005, "per": 1000, "free_per_month": 0}` (US dollars).
+fn req_json(r: &RequestPrice) -> serde_json::Value {
+    json!({"price": number(r.price.0.normalize()), "per": r.per, "free_per_month": r.free_per_month})
+}
+
 fn group(n: u64) -> String {
     crate::money::group_thousands(&n.to_string())
 }
@@ -107,11 +114,11 @@ fn show(p: &Provider, as_json: bool) {
                 json!({
                     "id": c.id, "name": c.name,
                     "storage_per_gb_month": c.storage.iter().map(|t| json!({
-                        "up_to_gb": t.up_to_gb.map(|d| d.0.to_string()),
-                        "price": t.per_gb_month.0.to_string()})).collect::<Vec<_>>(),
+                        "up_to_gb": t.up_to_gb.map(|d| number(d.0)),
+                        "price": number(t.per_gb_month.0)})).collect::<Vec<_>>(),
                     "min_duration_days": c.min_duration_days, "min_object_bytes": c.min_object_bytes,
-                    "retrieval_per_gb": c.retrieval_per_gb.0.to_string(), "archive": c.archive,
-                    "put": req(&c.put), "get": req(&c.get), "list": req(&c.list),
+                    "retrieval_per_gb": number(c.retrieval_per_gb.0), "archive": c.archive,
+                    "put": req_json(&c.put), "get": req_json(&c.get), "list": req_json(&c.list),
                     "source": c.source, "as_of": c.as_of.to_string(),
                 })
             })
@@ -120,9 +127,9 @@ fn show(p: &Provider, as_json: bool) {
             "id": f.id, "name": f.name, "kind": f.kind.as_str(), "origin": p.origin,
             "bytes_per_gb": f.billing.bytes_per_gb, "notes": f.notes,
             "egress": {
-                "free_gb_per_month": f.egress.free_gb_per_month.0.to_string(),
-                "tiers": f.egress.tiers.iter().map(|t| json!({"up_to_gb": t.up_to_gb.map(|d| d.0.to_string()), "per_gb": t.per_gb.0.to_string()})).collect::<Vec<_>>(),
-                "free_multiple_of_stored": f.egress.free_multiple_of_stored.map(|d| d.0.to_string()),
+                "free_gb_per_month": number(f.egress.free_gb_per_month.0),
+                "tiers": f.egress.tiers.iter().map(|t| json!({"up_to_gb": t.up_to_gb.map(|d| number(d.0)), "per_gb": number(t.per_gb.0)})).collect::<Vec<_>>(),
+                "free_multiple_of_stored": f.egress.free_multiple_of_stored.map(|d| number(d.0)),
                 "caveats": f.egress.caveats, "source": f.egress.source, "as_of": f.egress.as_of.to_string(),
             },
             "classes": classes,
@@ -137,6 +144,7 @@ fn show(p: &Provider, as_json: bool) {
                 "window_days": w.window_days, "requires_full_exit": w.requires_full_exit,
                 "conditions": w.conditions, "source": w.source, "as_of": w.as_of.to_string()})),
         });
+        let v = stamp(PROVIDERS, v);
         println!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
         return;
     }

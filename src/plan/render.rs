@@ -6,10 +6,19 @@
 //! `destination_requests`, `retrieval`, `storage_per_month`, `storage_horizon`, `early_deletion`,
 //! `exit_egress`, `gpu_idle`, `total` — `total` is everything but `storage_per_month` and
 //! `exit_egress`), `time` (`seconds`, `bound`, and the seconds of each bound), `requests` (counts),
-//! `upload` and `warnings` (strings).
+//! `upload` and `warnings` (strings). Each candidate also has `kind` (`move` or `stay`),
+//! `break_even_month` (against staying; null when never within the horizon, for "stay" itself, or
+//! without `--compute-at`), `horizon` (`one_time`, `monthly`, and `cumulative`: the cost at the end
+//! of month 0 … `months`, the last equal to `total`) and `reads` (null without `--compute-at`:
+//! `route`, `reads_per_month`, `gb_per_month`, `gets_per_month`, and the month's `egress`,
+//! `requests`, `retrieval`, `over_free_multiple`). `assumptions` has `compute_at` and
+//! `reads_per_month` (null without `--compute-at`). `restore` (null unless `--restore-tier` applies to
+//! archive objects): `tier`, `auto`, `why`, `chosen` and `options` (`tier`, `fees`, `hours`,
+//! `hours_assumed`, `gpu_idle`, `total`).
 
 use super::corpus::Corpus;
-use super::model::{Assumptions, Candidate};
+use super::horizon;
+use super::model::{Assumptions, Candidate, Kind};
 use crate::catalog::Place;
 use crate::units::{fmt_bytes, fmt_count, fmt_duration, fmt_rate_bits};
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
@@ -34,8 +43,52 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                 "egress_before_waiver".into(),
                 c.cost.egress_before_waiver.to_json(),
             );
+            let reads = c.reads.as_ref().map_or(Value::Null, |p| {
+                json!({
+                    "route": p.route.as_str(),
+                    "reads_per_month": dec(p.per_month),
+                    "gb_per_month": dec(p.gb_per_month),
+                    "gets_per_month": dec(p.gets_per_month),
+                    "egress": p.egress.to_json(),
+                    "requests": p.requests.to_json(),
+                    "retrieval": p.retrieval.to_json(),
+                    "over_free_multiple": p.over_free_multiple,
+                })
+            });
+            let restore = c.restore.as_ref().map_or(Value::Null, |r| {
+                let opt = |o: &super::restore::TierOption| {
+                    json!({
+                        "tier": o.tier,
+                        "fees": o.fees.to_json(),
+                        "hours": o.hours,
+                        "hours_assumed": o.hours_assumed,
+                        "gpu_idle": o.gpu_idle.to_json(),
+                        "total": o.total().to_json(),
+                    })
+                };
+                json!({
+                    "tier": r.chosen.tier,
+                    "auto": r.auto,
+                    "why": r.why,
+                    "chosen": opt(&r.chosen),
+                    "options": r.options.iter().map(opt).collect::<Vec<_>>(),
+                })
+            });
+            let cumulative: Vec<Value> = horizon::cumulative(c, a.months)
+                .into_iter()
+                .map(|u| u.to_json())
+                .collect();
             json!({
                 "rank": i + 1,
+                "kind": c.kind.as_str(),
+                "break_even_month": c.break_even_month,
+                "horizon": {
+                    "one_time": c.cost.one_time().to_json(),
+                    "monthly": c.cost.monthly().to_json(),
+                    "cumulative": cumulative,
+                },
+                "reads": reads,
+                "restore": restore,
                 "destination": c.destination,
                 "resolved": c.resolved,
                 "cost": cost,
@@ -52,6 +105,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                 "requests": {
                     "source_list": c.counts.source_list,
                     "source_get": c.counts.source_get,
+                    "source_head": c.counts.source_head,
                     "destination_list": c.counts.destination_list,
                     "destination_put": c.counts.destination_put,
                     "destination_head": c.counts.destination_head,
@@ -84,10 +138,13 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             "stream_throughput_bytes_per_second": dec(a.stream_throughput),
             "latency_ms": a.latency_ms,
             "prefixes": a.prefixes,
+            "ranged_reads": a.ranged_reads,
             "gpu_hourly": a.gpu_hourly.to_json(),
             "exit_waiver": a.exit_waiver,
             "multipart_threshold": a.part_rule.threshold,
             "part_size": a.part_rule.preferred_part,
+            "compute_at": a.reads.as_ref().map(|r| r.compute.canonical()),
+            "reads_per_month": a.reads.as_ref().map(|r| dec(r.per_month)),
         },
         "candidates": candidates,
     })
@@ -117,7 +174,7 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
         }
         out.push('\n');
     }
-    if let Some(best) = ranked.first() {
+    if let Some(best) = ranked.iter().find(|c| c.kind == Kind::Move) {
         let t = &best.time;
         out.push_str(&format!(
             "Transfer {} to {}, {}-bound at {} ({} worker(s) x {} in flight, {} ms per request{})\n",
@@ -135,7 +192,111 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             }
         ));
     }
+    if let Some(r) = &a.reads {
+        out.push_str(&format!(
+            "Reads    {} full reads a month from {} for {} months; \"stay\" keeps the data at {}\n",
+            r.per_month.normalize(),
+            r.compute.canonical(),
+            a.months,
+            src.canonical()
+        ));
+        out.push('\n');
+        out.push_str(&horizon_table(a, ranked));
+    } else {
+        out.push('\n');
+        out.push_str(&move_table(a, ranked));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut lines = Vec::new();
+    for c in ranked {
+        for w in &c.warnings {
+            if seen.insert(w.clone()) {
+                lines.push(format!("! {w}"));
+            }
+        }
+    }
+    if !lines.is_empty() {
+        out.push('\n');
+        out.push_str(&lines.join("\n"));
+        out.push('\n');
+    }
+    out
+}
+
+/// Move or stay: what each candidate costs once, every month, over the horizon, and from which
+/// month moving pays.
+fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
+    let mut out = String::new();
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    let horizon = format!("{}-mo total", a.months);
+    table.set_header(vec![
+        "#",
+        "candidate",
+        "move (once)",
+        "storage/mo",
+        "reads/mo",
+        "read path",
+        horizon.as_str(),
+        "break-even",
+        "time",
+        "GPU idle",
+        "leave later",
+    ]);
+    for (i, c) in ranked.iter().enumerate() {
+        let k = &c.cost;
+        let be = match (c.kind, c.break_even_month) {
+            (Kind::Stay, _) => "-".to_string(),
+            (Kind::Move, Some(0)) => "at once".to_string(),
+            (Kind::Move, Some(m)) => format!("month {m}"),
+            (Kind::Move, None) => "never".to_string(),
+        };
+        let name = match c.kind {
+            Kind::Stay => format!("stay ({})", c.resolved),
+            Kind::Move => c.destination.clone(),
+        };
+        table.add_row(vec![
+            (i + 1).to_string(),
+            name,
+            k.one_time().to_string(),
+            k.storage_per_month.to_string(),
+            k.reads_per_month.to_string(),
+            c.reads
+                .as_ref()
+                .map_or("-".to_string(), |p| p.route.as_str().to_string()),
+            k.total().to_string(),
+            be,
+            horizon::move_time(c),
+            k.gpu_idle.to_string(),
+            match c.kind {
+                Kind::Stay => "-".to_string(),
+                Kind::Move => k.exit_egress.to_string(),
+            },
+        ]);
+    }
+    for col in [2, 3, 4, 6, 9, 10] {
+        if let Some(c) = table.column_mut(col) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    out.push_str(&table.to_string());
     out.push('\n');
+    out.push_str(
+        "\nbreak-even: the first month from which the candidate has cost no more than staying, to the end of the horizon\n",
+    );
+    for c in ranked {
+        if let Some(l) = horizon::describe(c) {
+            out.push_str(&format!("  {l}\n"));
+        }
+    }
+    out
+}
+
+/// The one-move table (no `--compute-at`).
+fn move_table(a: &Assumptions, ranked: &[Candidate]) -> String {
+    let mut out = String::new();
     let mut table = Table::new();
     table
         .load_preset(UTF8_FULL_CONDENSED)
@@ -179,19 +340,5 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
     }
     out.push_str(&table.to_string());
     out.push('\n');
-    let mut seen = std::collections::BTreeSet::new();
-    let mut lines = Vec::new();
-    for c in ranked {
-        for w in &c.warnings {
-            if seen.insert(w.clone()) {
-                lines.push(format!("! {w}"));
-            }
-        }
-    }
-    if !lines.is_empty() {
-        out.push('\n');
-        out.push_str(&lines.join("\n"));
-        out.push('\n');
-    }
     out
 }

@@ -59,6 +59,7 @@ pub fn options() -> CopyOptions {
         counters: None,
         fsync: moverctl::transfer::Fsync::Object,
         preserve_mtime: true,
+        size_ahead: false,
     }
 }
 

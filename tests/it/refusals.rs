@@ -457,7 +457,7 @@ async fn a_fifo_that_replaced_a_mirrored_file_keeps_its_copy() {
         let v = summary(&o);
         assert_eq!(
             v["refused"],
-            serde_json::json!([{"key": "data/a", "reason": "not a regular file (FIFO)"}]),
+            serde_json::json!({"objects": 1, "keys": [{"key": "data/a", "reason": "not a regular file (FIFO)"}]}),
             "{v}"
         );
         assert_eq!(v["delete"]["verdict"], "suppressed", "{v}");

@@ -830,7 +830,7 @@ async fn a_failed_run_still_prints_a_json_summary() {
         "{v}"
     );
     assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
-    assert_eq!(v["deletes"]["deleted"], 0);
+    assert_eq!(v["delete"]["deleted"]["objects"], 0);
 }
 
 /// The delete guard "nothing is deleted after a copy phase with a failed object" belongs to the
