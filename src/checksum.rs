@@ -14,6 +14,10 @@ use md5::Digest as _;
 pub const META_CRC64: &str = "moverctl_crc64nvme";
 pub const META_SRC_ETAG: &str = "moverctl_src_etag";
 pub const META_SIZE: &str = "moverctl_size";
+/// A local source file's permission bits (octal), so a copy back to a folder restores them.
+pub const META_MODE: &str = "moverctl_mode";
+/// A local source file's modification time (RFC 3339, nanoseconds).
+pub const META_MTIME: &str = "moverctl_mtime";
 
 #[derive(Clone)]
 pub struct Hasher {
@@ -44,6 +48,11 @@ impl Hasher {
             m.update(data);
         }
         self.bytes += data.len() as u64;
+    }
+
+    /// Bytes hashed so far.
+    pub fn bytes_so_far(&self) -> u64 {
+        self.bytes
     }
 
     pub fn finish(self) -> Digests {

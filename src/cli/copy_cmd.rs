@@ -71,6 +71,15 @@ pub struct EngineArgs {
     /// One JSON object per line for each object, then a summary.
     #[arg(long)]
     pub json: bool,
+    /// Local destinations: object (default) syncs each file and its folder entry before the
+    /// object is journaled as done; end syncs the file system once when the run ends; never
+    /// leaves it to the operating system.
+    #[arg(long, default_value = "object", value_name = "WHEN")]
+    pub fsync: String,
+    /// Local destinations: give each file the source's last-modified time (default true).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub preserve_mtime: bool,
     /// Print a stats line (done / total, objects, rate, ETA, failures) every DURATION, e.g.
     /// 30s or 5m, to stderr or --log-file. Default: every minute when stderr is not a terminal
     /// (on a terminal the progress bar shows the same); 0 turns it off.
@@ -272,6 +281,8 @@ pub(super) fn resolve(
             include: globs("--include", &e.include)?,
             exclude: globs("--exclude", &e.exclude)?,
             counters: Some(Arc::new(crate::transfer::Counters::default())),
+            fsync: e.fsync.parse().map_err(usage)?,
+            preserve_mtime: e.preserve_mtime,
             size_ahead,
         },
         limits,

@@ -149,6 +149,18 @@ pub fn list_pages_of(
     list_counted(store, page_size, Arc::new(AtomicU64::new(0)))
 }
 
+/// The listing of a run's destination: as [`list_counted`], and a local folder's walk removes
+/// temporary files left by a writer that is gone (see [`super::local`]).
+pub fn list_destination(
+    store: &Store,
+    requests: Arc<AtomicU64>,
+) -> BoxStream<'static, Result<Listed, ListError>> {
+    match (store.kind, &store.local_root) {
+        (Kind::Local, Some(root)) => super::local::walk_destination(root.clone()),
+        _ => list_counted(store, None, requests),
+    }
+}
+
 /// As [`list_pages_of`], counting the LIST requests made in `requests` (for the run's report).
 pub fn list_counted(
     store: &Store,

@@ -3,6 +3,12 @@
 //! with `/` appended to folder names: then a depth-first walk yields keys in global byte order
 //! (`a-b` < `a/c` because `-` (0x2D) sorts before `/` (0x2F)). Memory is one folder's entries per
 //! level of depth, not the tree.
+//!
+//! Files being written by moverctl are never objects: a local destination writes each object to
+//! a temporary file in the same folder, named [`partial_name`] (`.NAME.moverctl-partial-PID-N@HOST`),
+//! and renames it into place once it is verified. The walk never lists such a file; a walk of a
+//! destination ([`walk_destination`]) also removes the ones whose writer is gone (a process of
+//! this host that no longer runs, e.g. after `kill -9`).
 
 use super::list::{Entry, ListError, Listed};
 use futures::stream::{self, BoxStream, StreamExt};
@@ -52,14 +58,93 @@ fn special(ft: &std::fs::FileType) -> Node {
     Node::Refused(format!("not a regular file ({kind})"))
 }
 
+/// What marks a temporary file moverctl writes (see the module comment).
+pub const PARTIAL_MARK: &str = ".moverctl-partial-";
+
+/// The longest part of an object's file name kept in its temporary file's name (names are
+/// limited to 255 bytes; the rest is the marker, the process and host).
+const PARTIAL_NAME_MAX: usize = 120;
+
+/// This host's name, as kept in temporary file names.
+pub fn host_name() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        let mut buf = [0u8; 256];
+        // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it.
+        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+        let name = if rc == 0 {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(0);
+            String::from_utf8_lossy(&buf[..end]).into_owned()
+        } else {
+            String::new()
+        };
+        // '@' separates the host; '/' cannot be in a file name.
+        let name: String = name
+            .chars()
+            .map(|c| if c == '/' || c == '@' { '_' } else { c })
+            .take(64)
+            .collect();
+        if name.is_empty() {
+            "localhost".into()
+        } else {
+            name
+        }
+    })
+}
+
+/// The temporary file name for an object file named `name`, unique within this process:
+/// `.NAME.moverctl-partial-PID-SEQ@HOST` (NAME cut to 120 bytes).
+pub fn partial_name(name: &str) -> String {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut cut = name.len().min(PARTIAL_NAME_MAX);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(
+        ".{}{PARTIAL_MARK}{}-{seq}@{}",
+        &name[..cut],
+        std::process::id(),
+        host_name()
+    )
+}
+
+/// Whether a file name is one of moverctl's temporary files; with its writer (pid, host).
+pub fn parse_partial(name: &str) -> Option<(u32, &str)> {
+    if !name.starts_with('.') {
+        return None;
+    }
+    let (_, rest) = name.rsplit_once(PARTIAL_MARK)?;
+    let (ids, host) = rest.split_once('@')?;
+    let (pid, seq) = ids.split_once('-')?;
+    seq.parse::<u64>().ok()?;
+    Some((pid.parse().ok()?, host))
+}
+
+/// Whether the writer of a temporary file is gone: a process of this host that no longer
+/// exists. Files of other hosts (a shared file system) are left to them.
+fn writer_gone(pid: u32, host: &str) -> bool {
+    if host != host_name() {
+        return false;
+    }
+    if pid == std::process::id() {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
 struct Frame {
     entries: std::vec::IntoIter<(String, PathBuf, Node)>,
 }
 
 /// One folder's entries as (key, path, node), sorted by key bytes (folders sort with their '/').
+/// Temporary files are left out; with `sweep`, those whose writer is gone are removed.
 fn read_folder(
     dir: &std::path::Path,
     prefix: &str,
+    sweep: bool,
 ) -> Result<Vec<(String, PathBuf, Node)>, String> {
     let mut out = Vec::new();
     let rd = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -78,6 +163,14 @@ fn read_folder(
         let ft = ent
             .file_type()
             .map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some((pid, host)) = parse_partial(&name)
+            && !ft.is_dir()
+        {
+            if sweep && writer_gone(pid, host) {
+                let _ = std::fs::remove_file(&path);
+            }
+            continue;
+        }
         let key = format!("{prefix}{name}");
         if ft.is_dir() {
             out.push((format!("{key}/"), path, Node::Dir));
@@ -120,9 +213,20 @@ pub fn local_etag(meta: &std::fs::Metadata) -> String {
     format!("\"{inode:x}-{mtime:x}-{:x}\"", meta.len())
 }
 
+/// The objects under a folder, in key order (temporary files left out).
 pub fn walk(root: PathBuf) -> BoxStream<'static, Result<Listed, ListError>> {
+    walk_with(root, false)
+}
+
+/// As [`walk`], for the destination of a run: temporary files whose writer is gone (a `kill -9`,
+/// a crash) are removed as the walk passes them.
+pub fn walk_destination(root: PathBuf) -> BoxStream<'static, Result<Listed, ListError>> {
+    walk_with(root, true)
+}
+
+fn walk_with(root: PathBuf, sweep: bool) -> BoxStream<'static, Result<Listed, ListError>> {
     let location = root.display().to_string();
-    let (stack, err) = match read_folder(&root, "") {
+    let (stack, err) = match read_folder(&root, "", sweep) {
         Ok(entries) => (
             vec![Frame {
                 entries: entries.into_iter(),
@@ -133,7 +237,7 @@ pub fn walk(root: PathBuf) -> BoxStream<'static, Result<Listed, ListError>> {
     };
     stream::unfold(
         (stack, err, location),
-        |(mut stack, mut err, location)| async move {
+        move |(mut stack, mut err, location)| async move {
             loop {
                 if let Some(e) = err.take() {
                     let out = Err(ListError::Local {
@@ -149,7 +253,7 @@ pub fn walk(root: PathBuf) -> BoxStream<'static, Result<Listed, ListError>> {
                 };
                 match node {
                     Node::Dir => {
-                        match read_folder(&path, &key) {
+                        match read_folder(&path, &key, sweep) {
                             Ok(entries) => stack.push(Frame {
                                 entries: entries.into_iter(),
                             }),
@@ -233,6 +337,48 @@ mod tests {
         assert!(matches!(&got[2], Listed::Object(e) if e.key == "good"));
     }
 
+    /// Temporary files are never objects; a destination's walk removes those of a writer that is
+    /// gone, and leaves those of a live process or of another host.
+    #[tokio::test]
+    async fn temporary_files_are_never_listed_and_dead_ones_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        let mine = partial_name("x.bin");
+        assert_eq!(
+            parse_partial(&mine),
+            Some((std::process::id(), host_name()))
+        );
+        let gone = format!(".x.bin{PARTIAL_MARK}{dead_pid}-0@{}", host_name());
+        let other = format!(".x.bin{PARTIAL_MARK}{dead_pid}-0@another-host");
+        for n in [&mine, &gone, &other] {
+            std::fs::write(dir.path().join("sub").join(n), "partial").unwrap();
+        }
+        std::fs::write(dir.path().join("sub/x.bin"), "x").unwrap();
+        // A user file that merely looks alike is an object.
+        std::fs::write(dir.path().join("sub/.moverctl-partial-notes"), "n").unwrap();
+        let keys = |s: BoxStream<'static, Result<Listed, ListError>>| async move {
+            s.map(|r| r.unwrap().key().to_string())
+                .collect::<Vec<_>>()
+                .await
+        };
+        let want = vec![
+            "sub/.moverctl-partial-notes".to_string(),
+            "sub/x.bin".into(),
+        ];
+        assert_eq!(keys(walk(dir.path().to_path_buf())).await, want);
+        assert!(
+            dir.path().join("sub").join(&gone).exists(),
+            "ls removes nothing"
+        );
+        assert_eq!(keys(walk_destination(dir.path().to_path_buf())).await, want);
+        assert!(!dir.path().join("sub").join(&gone).exists(), "not swept");
+        assert!(dir.path().join("sub").join(&mine).exists());
+        assert!(dir.path().join("sub").join(&other).exists());
+    }
+
     /// Fails on the main of 2026-12-01, whose walk skipped special files without a word.
     #[cfg(unix)]
     #[tokio::test]
@@ -258,6 +404,31 @@ mod tests {
         assert_eq!(
             got[3],
             refused("to-fifo", "symbolic link to a FIFO; not a regular file")
+        );
+    }
+
+    /// A device node (made where the test may: as root) is refused by name too.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn device_files_are_refused_not_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let dev = std::ffi::CString::new(dir.path().join("null").to_str().unwrap()).unwrap();
+        // SAFETY: a valid path; 1:3 is the null device.
+        let made = unsafe { libc::mknod(dev.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 3)) };
+        if made != 0 {
+            eprintln!("note: cannot make a device node here (not root); nothing checked");
+            return;
+        }
+        let got: Vec<Listed> = walk(dir.path().to_path_buf())
+            .map(|r| r.unwrap())
+            .collect()
+            .await;
+        assert_eq!(
+            got,
+            vec![Listed::Refused {
+                key: "null".into(),
+                reason: "not a regular file (character device)".into()
+            }]
         );
     }
 }

@@ -58,6 +58,13 @@ pub enum CopyError {
         #[source]
         source: std::io::Error,
     },
+    /// Writing a local destination failed (a full disk, no permission, ...).
+    #[error("writing {path}: {source}")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
 }
@@ -67,6 +74,11 @@ impl CopyError {
     pub fn retryable(&self) -> bool {
         match self {
             CopyError::Mismatch(_) | CopyError::Io { .. } => true,
+            // A full disk or a refused write is not cured by trying again at once.
+            CopyError::Write { source, .. } => !matches!(
+                source.raw_os_error(),
+                Some(libc::ENOSPC | libc::EDQUOT | libc::EACCES | libc::EPERM | libc::EROFS)
+            ),
             CopyError::Store { source, .. } => !crate::store::is_auth_error(source),
             CopyError::SourceChanged
             | CopyError::TooLarge(_)
@@ -86,7 +98,7 @@ impl CopyError {
     }
 }
 
-fn store_err(what: &'static str) -> impl Fn(object_store::Error) -> CopyError {
+pub(super) fn store_err(what: &'static str) -> impl Fn(object_store::Error) -> CopyError {
     move |source| match StoreErrorKind::of(&source) {
         StoreErrorKind::PreconditionFailed => CopyError::SourceChanged,
         // The server compared the body with the Content-MD5 moverctl sent and refused it.
@@ -192,7 +204,7 @@ type Seen = Arc<Mutex<Claims>>;
 /// their count still agrees gives another ETag for the same bytes, so before such a mismatch is
 /// called corruption one HEAD of the last part tells whether the layout was regular; if it was
 /// not, the ETag proves nothing and the other claims decide (possibly none: `source-size`).
-async fn check_source(
+pub(super) async fn check_source(
     ctx: &Ctx,
     src: &Entry,
     claims: &Claims,
@@ -343,7 +355,7 @@ fn source_md5(ctx: &Ctx, src: &Entry) -> Option<[u8; 16]> {
 /// with `head` and no MD5 yet, what one HEAD shows (moverctl's CRC64, Azure/GCS digest
 /// properties, S3's stored CRC64 with checksum mode). A HEAD that still fails after the retry
 /// policy is an error of this attempt: going on would silently verify by size alone.
-async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyError> {
+pub(super) async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyError> {
     let mut c = Claims {
         md5: source_md5(ctx, src),
         ..Default::default()
@@ -563,6 +575,7 @@ fn metadata(ctx: &Ctx, src: &Entry, crc: Option<u64>) -> Attributes {
         Attribute::Metadata(META_SIZE.into()),
         src.size.to_string().into(),
     );
+    super::local_dest::source_file_attributes(ctx, src, &mut a);
     if let Some(sc) = &ctx.dst.storage_class {
         a.insert(Attribute::StorageClass, sc.clone().into());
     }
@@ -572,6 +585,14 @@ fn metadata(ctx: &Ctx, src: &Entry, crc: Option<u64>) -> Attributes {
 pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     let plan = part_plan(src.size, &ctx.opts.dst_limits, ctx.opts.part_rule)
         .map_err(|e| CopyError::TooLarge(e.to_string()))?;
+    if ctx.dst.local_root.is_some() {
+        // A local folder: one preallocated file per object, positional writes (local_dest.rs).
+        let part = match plan {
+            Upload::Single => None,
+            Upload::Multipart { part_size, .. } => Some(part_size),
+        };
+        return super::local_dest::copy(ctx, src, part).await;
+    }
     let out = match plan {
         Upload::Single => copy_single(ctx, src).await?,
         Upload::Multipart { part_size, parts } => {

@@ -12,6 +12,7 @@ pub mod claims;
 pub mod copy;
 pub mod cost;
 pub mod diff;
+pub mod local_dest;
 pub mod progress_store;
 pub mod sync;
 pub mod verification;
@@ -20,7 +21,7 @@ use crate::catalog::Limits as StoreLimits;
 use crate::catalog::parts::PartRule;
 use crate::journal::{Journal, ObjectRecord, State};
 use crate::limit::Limits;
-use crate::store::list::{Entry, list_counted, prefetch};
+use crate::store::list::{Entry, list_counted, list_destination, prefetch};
 use crate::store::{Store, StoreErrorKind};
 
 /// Listing entries buffered ahead of the join, per side (about two S3 pages).
@@ -46,6 +47,30 @@ pub enum Verify {
     Strict,
 }
 
+/// When a local destination's writes are made durable (`--fsync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fsync {
+    /// Each file's data and folder entry before the object is journaled as done.
+    #[default]
+    Object,
+    /// The destination's file system once, when the run ends.
+    End,
+    /// Left to the operating system.
+    Never,
+}
+
+impl std::str::FromStr for Fsync {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Fsync, String> {
+        match s {
+            "object" => Ok(Fsync::Object),
+            "end" => Ok(Fsync::End),
+            "never" => Ok(Fsync::Never),
+            o => Err(format!("--fsync {o:?}: use object, end or never")),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct CopyOptions {
     pub transfers: usize,
@@ -62,6 +87,10 @@ pub struct CopyOptions {
     pub exclude: Option<globset::GlobSet>,
     /// Counters to fill (a progress display reads them while the run goes); None: the run's own.
     pub counters: Option<Arc<Counters>>,
+    /// Local destinations: when written files are synced to disk.
+    pub fsync: Fsync,
+    /// Local destinations: files get the source's last-modified time.
+    pub preserve_mtime: bool,
     /// List the source a second time, alongside the run, only to count its objects and bytes
     /// (into `counters`), so that progress displays know the totals before the copy reaches
     /// the end of the listing. Its LIST requests are counted (and priced) with the source's;
@@ -342,7 +371,7 @@ impl Run {
             );
         }
         let src_list = prefetch(list_counted(&src, None, list_src.clone()), LIST_AHEAD);
-        let dst_list = prefetch(list_counted(&dst, None, list_dst.clone()), LIST_AHEAD);
+        let dst_list = prefetch(list_destination(&dst, list_dst.clone()), LIST_AHEAD);
         let mut differ = Differ::with_policy(src_list, dst_list, policy);
         // Under a byte limit, reading further ahead than about two seconds of the limit (or two
         // parts) only makes every buffered part finish its read late and upload in one burst.
@@ -467,6 +496,24 @@ impl Run {
         while let Some(done) = tasks.join_next().await {
             let done = done.expect("copy tasks do not panic");
             tally(&mut report, &mut batch, &mut on_event, src_is_cloud, done);
+        }
+        if opts.fsync == Fsync::End
+            && !opts.dry_run
+            && report.copied > 0
+            && let Some(root) = &ctx.dst.local_root
+        {
+            // Before the last journal batch: what it calls done is on disk.
+            let r = root.clone();
+            let synced = tokio::task::spawn_blocking(move || local_dest::sync_file_system(&r))
+                .await
+                .expect("sync does not panic");
+            if let Err(e) = synced {
+                report.failed.push(Failure {
+                    key: root.display().to_string(),
+                    error: format!("syncing the file system (--fsync end): {e}"),
+                    kind: None,
+                });
+            }
         }
         batch.flush()?;
         if let Some(j) = &journal {

@@ -77,6 +77,10 @@ labelled!(
         DestSize => "dest-size",
         /// Read back and compared by CRC64.
         ReadbackCrc64 => "readback-crc64",
+        /// A local file: the CRC64 of the bytes written, computed once as they were handed to
+        /// the file system, every write complete and the file's size exact (`--verify readback`
+        /// reads it back instead).
+        WrittenCrc64 => "dest-written-crc64",
     }
 );
 

@@ -57,6 +57,8 @@ pub fn options() -> CopyOptions {
         include: None,
         exclude: None,
         counters: None,
+        fsync: moverctl::transfer::Fsync::Object,
+        preserve_mtime: true,
         size_ahead: false,
     }
 }

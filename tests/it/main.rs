@@ -8,6 +8,7 @@ mod faults;
 mod identity;
 mod json_schema;
 mod listing;
+mod local;
 mod matrix;
 mod ops;
 mod plan_file;

@@ -393,6 +393,15 @@ async fn source_row(src_kind: K) -> Vec<String> {
             if src_kind == K::Local && f == F::ReadFlip {
                 continue;
             }
+            if dst_kind == K::Local && f == F::WriteFlip {
+                // Local destinations are written with positional writes into a temporary file,
+                // not through object_store: there is no write answer a fault could alter.
+                lines.push(format!(
+                    "{src_kind:?} -> Local × WriteFlip: n/a (positional writes; --verify \
+                     readback re-reads the file)"
+                ));
+                continue;
+            }
             // A fresh proxy per run (a HEAD storm must not outlive its run); the seeded source
             // is reached through it.
             let proxy = Proxy::start(upstream).await;

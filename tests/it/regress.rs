@@ -74,8 +74,11 @@ async fn s3_to_local_large_foreign_objects_are_checked_against_the_source_digest
         std::fs::read(dir.path().join(multi.0)).unwrap(),
         data(multi.0, multi.1)
     );
-    assert_eq!(again.copied[single.0], "source-md5+readback-crc64");
-    assert_eq!(again.copied[multi.0], "source-parts-etag+readback-crc64");
+    assert_eq!(again.copied[single.0], "source-md5+dest-written-crc64");
+    assert_eq!(
+        again.copied[multi.0],
+        "source-parts-etag+dest-written-crc64"
+    );
 }
 
 /// Issue 11, defect 2: S3 -> S3, a foreign multipart source whose part-layout HEAD got a 503

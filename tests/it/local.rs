@@ -1,0 +1,474 @@
+//! Local destinations and sources as first-class stores (a parallel file system mount, node-local
+//! NVMe): temporary files after `kill -9`, a full disk, a file system without preallocation,
+//! file times and modes through a round trip.
+
+use super::{expect, moverctl, remotes, remotes_toml, servers, text, unique};
+use moverctl::store::Store;
+use object_store::{ObjectStoreExt, PutPayload};
+use std::path::{Path, PathBuf};
+
+const MIB: u64 = 1 << 20;
+
+fn data(key: &str, size: u64) -> Vec<u8> {
+    let seed = key
+        .bytes()
+        .fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64));
+    (0..size)
+        .map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) >> 5) as u8)
+        .collect()
+}
+
+/// Every file under `dir` (recursively) whose name marks a moverctl temporary file.
+fn partials(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if e
+                .file_name()
+                .to_string_lossy()
+                .contains(".moverctl-partial-")
+            {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// A tmpfs or ramfs mounted for one test, unmounted when dropped. None when this machine does
+/// not let the test mount (not root, no CAP_SYS_ADMIN): the caller says so and returns.
+struct Mount(tempfile::TempDir);
+
+impl Mount {
+    fn new(fstype: &str, opts: Option<&str>) -> Option<Mount> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = std::process::Command::new("mount");
+        c.args(["-t", fstype]);
+        if let Some(o) = opts {
+            c.args(["-o", o]);
+        }
+        let ok = c
+            .arg(fstype)
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("note: cannot mount {fstype} here; this test checks nothing");
+            return None;
+        }
+        Some(Mount(dir))
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+/// Staging from S3 onto a local folder, killed with SIGKILL while large objects are being
+/// written: no temporary file is ever listed, the resumed run removes the ones left behind, and
+/// every file ends exact. Fails if the sweep of a destination's walk is removed (the temporary
+/// files stay), or if temporary files are listed (`ls`).
+#[test]
+fn kill_nine_mid_write_to_a_folder_then_resume() {
+    let Some(s) = servers() else { return };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let prefix = unique("kill9-local");
+    let src_loc = format!("garage:{}/{prefix}", s.bucket_a);
+    let src = Store::open(&src_loc, &remotes(&s)).unwrap();
+    let objs: Vec<(String, u64)> = (0..3)
+        .map(|i| (format!("shard-{i}.bin"), 24 * MIB + i * 4097))
+        .chain([("small/a.txt".to_string(), 1000)])
+        .collect();
+    rt.block_on(async {
+        for (k, n) in &objs {
+            src.inner
+                .put(&src.path_of(k).unwrap(), PutPayload::from(data(k, *n)))
+                .await
+                .unwrap();
+        }
+    });
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let journal = work.path().join("journal.sqlite");
+    let dst = work.path().join("pfs");
+    let copy = |slow: bool| {
+        let mut c = moverctl();
+        c.arg("--config").arg(&conf).arg("copy").arg(&src_loc);
+        c.arg(&dst).arg("--journal").arg(&journal);
+        c.args(["--part-size", "5MiB", "--multipart-threshold", "5MiB"]);
+        if slow {
+            c.args(["--bwlimit", "8MiB/s"]);
+        }
+        c
+    };
+    let mut child = copy(true)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while partials(&dst).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no temporary file");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = partials(&dst);
+    assert!(!left.is_empty(), "the kill did not land mid-write");
+    // Whatever is under a final name is complete and exact; temporary files are not objects.
+    for (k, n) in &objs {
+        if let Ok(got) = std::fs::read(dst.join(k)) {
+            assert!(got == data(k, *n), "{k} is visible but not exact");
+        }
+    }
+    let ls = moverctl().arg("ls").arg(&dst).output().unwrap();
+    expect(&ls, 0);
+    assert!(
+        !String::from_utf8_lossy(&ls.stdout).contains("moverctl-partial"),
+        "{}",
+        text(&ls)
+    );
+    // Resume: the temporary files of the killed run go, every object ends exact.
+    let out = copy(false).output().unwrap();
+    expect(&out, 0);
+    assert_eq!(partials(&dst), Vec::<PathBuf>::new(), "{}", text(&out));
+    for (k, n) in &objs {
+        assert!(
+            std::fs::read(dst.join(k)).unwrap() == data(k, *n),
+            "{k} not exact"
+        );
+    }
+    // Staged files carry the source's last-modified time (--preserve-mtime is the default).
+    rt.block_on(async {
+        let head = src.inner.head(&src.path_of(&objs[0].0).unwrap()).await;
+        let want: std::time::SystemTime = head.unwrap().last_modified.into();
+        let got = std::fs::metadata(dst.join(&objs[0].0))
+            .unwrap()
+            .modified()
+            .unwrap();
+        // HEAD shows whole seconds; the listing the copy used, milliseconds.
+        let secs =
+            |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        assert_eq!(secs(got), secs(want));
+    });
+}
+
+fn write_files(dir: &Path, files: &[(&str, u64)]) {
+    for (k, n) in files {
+        let p = dir.join(k);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, data(k, *n)).unwrap();
+    }
+}
+
+/// A destination that runs out of space: a clear error naming the file, nothing partial under a
+/// final name or left as a temporary file; once space is freed, a re-run ends exact.
+#[test]
+fn a_full_disk_is_a_clear_error_and_resume_is_exact() {
+    let Some(m) = Mount::new("tmpfs", Some("size=20m")) else {
+        return;
+    };
+    let src = tempfile::tempdir().unwrap();
+    let files = [
+        ("a.bin", 6 * MIB + 3),
+        ("b.bin", 6 * MIB + 5),
+        ("c/d.bin", 3 * MIB),
+    ];
+    write_files(src.path(), &files);
+    // 12 MiB of the 20 are taken: not every file fits.
+    let filler = m.path().join("filler");
+    std::fs::write(&filler, vec![1u8; 12 * MIB as usize]).unwrap();
+    let dst = m.path().join("dst");
+    let work = tempfile::tempdir().unwrap();
+    let journal = work.path().join("j.sqlite");
+    let copy = || {
+        let mut c = moverctl();
+        c.arg("copy").arg(src.path()).arg(&dst);
+        c.arg("--journal").arg(&journal);
+        c.args(["--part-size", "1MiB", "--multipart-threshold", "1MiB"]);
+        c.output().unwrap()
+    };
+    let out = copy();
+    expect(&out, 3);
+    let all = text(&out);
+    assert!(all.contains("No space left on device"), "{all}");
+    assert!(all.contains(&dst.display().to_string()), "{all}");
+    assert_eq!(partials(m.path()), Vec::<PathBuf>::new());
+    let mut failed = 0;
+    for (k, n) in &files {
+        match std::fs::read(dst.join(k)) {
+            Ok(got) => assert!(got == data(k, *n), "{k}: a partial file under its name"),
+            Err(_) => failed += 1,
+        }
+    }
+    assert!(failed > 0, "every file fitted: {all}");
+    std::fs::remove_file(&filler).unwrap();
+    let out = copy();
+    expect(&out, 0);
+    for (k, n) in &files {
+        assert!(std::fs::read(dst.join(k)).unwrap() == data(k, *n), "{k}");
+    }
+    assert_eq!(partials(m.path()), Vec::<PathBuf>::new());
+}
+
+/// ramfs has no fallocate: files are sized with set_len instead, and the copy is exact.
+#[test]
+fn a_file_system_without_preallocation_still_works() {
+    let Some(m) = Mount::new("ramfs", None) else {
+        return;
+    };
+    let probe = std::process::Command::new("fallocate")
+        .args(["-l", "1M"])
+        .arg(m.path().join("probe"))
+        .status();
+    assert!(
+        probe.is_ok_and(|s| !s.success()),
+        "ramfs supports fallocate here: the test would not test the fallback"
+    );
+    let _ = std::fs::remove_file(m.path().join("probe"));
+    let src = tempfile::tempdir().unwrap();
+    let files = [("big.bin", 9 * MIB + 1), ("small", 10)];
+    write_files(src.path(), &files);
+    let dst = m.path().join("dst");
+    let journal = tempfile::tempdir().unwrap();
+    let out = moverctl()
+        .arg("copy")
+        .arg(src.path())
+        .arg(&dst)
+        .args(["--part-size", "2MiB", "--multipart-threshold", "2MiB"])
+        .arg("--journal")
+        .arg(journal.path().join("j.sqlite"))
+        .output()
+        .unwrap();
+    expect(&out, 0);
+    for (k, n) in &files {
+        assert!(std::fs::read(dst.join(k)).unwrap() == data(k, *n), "{k}");
+    }
+}
+
+/// Local files to S3 and back: the mode and modification time come back (moverctl_mode and
+/// moverctl_mtime in the object's metadata); with --preserve-mtime=false the time is the copy's.
+#[test]
+fn mode_and_mtime_survive_a_round_trip_through_s3() {
+    let Some(s) = servers() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let src = work.path().join("src");
+    write_files(
+        &src,
+        &[("run/ckpt.safetensors", 7 * MIB + 9), ("run/notes", 12)],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let when = std::time::UNIX_EPOCH + std::time::Duration::new(1_600_000_000, 123_456_789);
+    for (k, mode) in [("run/ckpt.safetensors", 0o600), ("run/notes", 0o751)] {
+        let p = src.join(k);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+    let bucket = format!("garage:{}/{}", s.bucket_a, unique("roundtrip"));
+    let run =
+        |from: &dyn AsRef<std::ffi::OsStr>, to: &dyn AsRef<std::ffi::OsStr>, extra: &[&str]| {
+            let out = moverctl()
+                .arg("--config")
+                .arg(&conf)
+                .arg("copy")
+                .arg(from)
+                .arg(to)
+                .args(["--part-size", "5MiB", "--multipart-threshold", "5MiB"])
+                .args(extra)
+                .output()
+                .unwrap();
+            expect(&out, 0);
+        };
+    run(&src, &bucket, &[]);
+    let back = work.path().join("back");
+    run(&bucket, &back, &[]);
+    for (k, mode) in [("run/ckpt.safetensors", 0o600), ("run/notes", 0o751)] {
+        let m = std::fs::metadata(back.join(k)).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, mode, "{k}");
+        assert_eq!(m.modified().unwrap(), when, "{k}");
+        assert!(std::fs::read(back.join(k)).unwrap() == std::fs::read(src.join(k)).unwrap());
+    }
+    let fresh = work.path().join("fresh");
+    run(&bucket, &fresh, &["--preserve-mtime=false"]);
+    let m = std::fs::metadata(fresh.join("run/notes")).unwrap();
+    assert_ne!(m.modified().unwrap(), when);
+}
+
+/// README, "Feeding a training cluster", example 1: price the staging (GPU idle time included)
+/// with `plan --to onprem --bandwidth`, then stage a corpus from S3 onto a PFS mount (here a
+/// folder) with the README's flags; every shard exact and checked against the source's digest.
+#[test]
+fn readme_stage_a_corpus_onto_a_pfs_mount() {
+    let Some(s) = servers() else { return };
+    let plan = moverctl()
+        .args(["plan", "--from", "aws:us-east-1", "--to", "onprem"])
+        .args(["--bytes", "20TiB", "--objects", "80k"])
+        .args(["--bandwidth", "100Gbps", "--worker-nic", "100Gbps"])
+        .args(["--gpus", "256", "--gpu-rate", "2.50"])
+        .output()
+        .unwrap();
+    expect(&plan, 0);
+    let p = text(&plan);
+    assert!(p.contains("GPU idle") && p.contains("onprem"), "{p}");
+    assert!(
+        p.contains("the GPU cluster idles for the whole transfer"),
+        "{p}"
+    );
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let prefix = unique("stage");
+    let src_loc = format!("garage:{}/{prefix}", s.bucket_a);
+    let src = Store::open(&src_loc, &remotes(&s)).unwrap();
+    let shards: Vec<(String, u64)> = (0..6)
+        .map(|i| (format!("corpus/v3/shard-{i:05}.tar"), 3 * MIB + i * 1001))
+        .chain([("corpus/v3/index.json".to_string(), 2000)])
+        .collect();
+    rt.block_on(async {
+        for (k, n) in &shards {
+            src.inner
+                .put(&src.path_of(k).unwrap(), PutPayload::from(data(k, *n)))
+                .await
+                .unwrap();
+        }
+    });
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let mnt = work.path().join("mnt/weka/corpus/v3");
+    let out = moverctl()
+        .arg("--config")
+        .arg(&conf)
+        .arg("copy")
+        .arg(format!("{src_loc}/corpus/v3/"))
+        .arg(&mnt)
+        .args([
+            "--transfers",
+            "64",
+            "--part-concurrency",
+            "8",
+            "--fsync",
+            "end",
+        ])
+        .args(["--multipart-threshold", "2MiB", "--part-size", "1MiB"])
+        .arg("--json")
+        .output()
+        .unwrap();
+    expect(&out, 0);
+    let v = super::summary(&out);
+    assert_eq!(v["copied"]["objects"], shards.len(), "{v}");
+    for (k, n) in &shards {
+        let f = mnt.join(k.trim_start_matches("corpus/v3/"));
+        assert!(std::fs::read(&f).unwrap() == data(k, *n), "{k}");
+    }
+    // Every shard checked against the digest S3 states for it (a plain MD5 ETag here).
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let checked = stdout
+        .lines()
+        .filter(|l| {
+            l.contains("\"event\":\"copied\"") && l.contains("source-md5+dest-written-crc64")
+        })
+        .count();
+    assert_eq!(checked, shards.len(), "{stdout}");
+}
+
+/// README, "Feeding a training cluster", example 2: drain checkpoints from node-local NVMe to
+/// a zero-egress bucket (Wasabi's catalog entry, on the local Garage) with `sync` from cron:
+/// only `*.safetensors`, and a checkpoint rotated away locally stays in the bucket while it is
+/// younger than Wasabi's 90-day minimum (the min-duration guard).
+#[test]
+fn readme_drain_checkpoints_from_nvme_to_a_zero_egress_bucket() {
+    let Some(s) = servers() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "{}\n[remotes.wasabi]\ntype = \"s3\"\nprovider = \"wasabi\"\nendpoint = \"{}\"\n\
+             region = \"{}\"\naccess_key_id_env = \"MOVERCTL_TEST_S3_KEY_ID\"\n\
+             secret_access_key_env = \"MOVERCTL_TEST_S3_SECRET\"\n",
+            remotes_toml(&s),
+            s.s3_endpoint,
+            s.region
+        ),
+    )
+    .unwrap();
+    let nvme = work.path().join("nvme/ckpt/run-42");
+    write_files(
+        &nvme,
+        &[
+            ("step-001000.safetensors", 3 * MIB),
+            ("step-002000.safetensors", 3 * MIB + 1),
+            ("optimizer-002000.pt", 1000),
+        ],
+    );
+    let bucket = format!("wasabi:{}/{}", s.bucket_b, unique("ckpts/run-42"));
+    let drain = || {
+        let out = moverctl()
+            .arg("--config")
+            .arg(&conf)
+            .arg("sync")
+            .arg(&nvme)
+            .arg(&bucket)
+            .args([
+                "--include",
+                "*.safetensors",
+                "--delete",
+                "--max-delete",
+                "10",
+            ])
+            .arg("--json")
+            .output()
+            .unwrap();
+        expect(&out, 0);
+        super::summary(&out)
+    };
+    let v = drain();
+    assert_eq!(v["copied"]["objects"], 2, "{v}");
+    // The next save rotates the oldest checkpoint away.
+    std::fs::remove_file(nvme.join("step-001000.safetensors")).unwrap();
+    write_files(&nvme, &[("step-003000.safetensors", 3 * MIB + 2)]);
+    let v = drain();
+    assert_eq!(v["copied"]["objects"], 1, "{v}");
+    assert_eq!(v["delete"]["kept_min_duration"]["objects"], 1, "{v}");
+    assert_eq!(v["delete"]["kept_min_duration"]["days"], 90, "{v}");
+    assert_eq!(v["delete"]["deleted"]["objects"], 0, "{v}");
+    let conf_remotes = moverctl::store::config::Remotes::load(Some(&conf)).unwrap();
+    let dst = Store::open(&bucket, &conf_remotes).unwrap();
+    let keys = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(super::keys_at(&dst));
+    assert_eq!(
+        keys,
+        [
+            "step-001000.safetensors",
+            "step-002000.safetensors",
+            "step-003000.safetensors"
+        ]
+    );
+}
