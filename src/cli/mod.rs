@@ -5,10 +5,12 @@ mod copy_cmd;
 pub mod exit;
 mod ls_cmd;
 mod metrics;
+mod pipe;
 mod plan_cmd;
 mod probe_cmd;
 mod progress;
 mod providers_cmd;
+mod remote_check;
 pub mod stores;
 mod sync_cmd;
 
@@ -194,9 +196,12 @@ pub fn load_catalog(dir: Option<&std::path::Path>) -> Result<Catalog, CliError> 
 
 /// Parse arguments, run, print any error once, and return the exit code.
 pub fn main() -> std::process::ExitCode {
+    pipe::install_hook();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code.into(),
+        // The reader of stdout went away (`| head`): nothing more to say to anyone.
+        Err(_) if pipe::broken() => Exit::Success.into(),
         Err(e) => {
             eprintln!("moverctl: error: {e}");
             e.exit().into()
@@ -209,31 +214,36 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         .map_err(|e| CliError::Usage(format!("--retry-timeout {:?}: {e}", cli.retry_timeout)))?;
     crate::store::retry::set_timeout(window);
     let catalog = load_catalog(cli.providers.as_deref())?;
+    let load_remotes = || -> Result<crate::store::config::Remotes, CliError> {
+        let r = crate::store::config::Remotes::load(cli.config.as_deref())?;
+        remote_check::check(&catalog, &r)?;
+        Ok(r)
+    };
     match cli.command {
         Command::Plan(args) => plan_cmd::run(&catalog, *args).map(|()| Exit::Success),
         Command::Providers(args) => providers_cmd::run(&catalog, args).map(|()| Exit::Success),
         Command::Ls(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             ls_cmd::run(&remotes, args)
         }
         Command::Probe(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             probe_cmd::run(&remotes, args)
         }
         Command::Copy(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             copy_cmd::run_copy(&catalog, &remotes, *args)
         }
         Command::Sync(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             sync_cmd::run_sync(&catalog, &remotes, *args)
         }
         Command::Exec(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             copy_cmd::run_exec(&catalog, &remotes, *args)
         }
         Command::Status(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             copy_cmd::run_status(&remotes, args)
         }
     }

@@ -5,6 +5,7 @@ mod cli;
 mod copy;
 mod creds;
 mod faults;
+mod habits;
 mod listing;
 mod matrix;
 mod plan_file;
