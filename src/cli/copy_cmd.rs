@@ -224,7 +224,11 @@ pub(super) fn resolve(
 }
 
 pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<Exit, CliError> {
-    let (mut src, mut dst) = Store::open_pair(&args.src, &args.dst, remotes)?;
+    let one = super::single::detect(&args.src, &args.dst, remotes);
+    let (mut src, mut dst) = match &one {
+        Some(o) => o.open(remotes)?,
+        None => Store::open_pair(&args.src, &args.dst, remotes)?,
+    };
     super::stores::refine_caps(catalog, &mut src);
     super::stores::refine_caps(catalog, &mut dst);
     let r = resolve(&args.engine, catalog, &src, &dst, None)?;

@@ -11,6 +11,7 @@ mod probe_cmd;
 mod progress;
 mod providers_cmd;
 mod remote_check;
+mod single;
 pub mod stores;
 mod sync_cmd;
 

@@ -81,6 +81,16 @@ pub struct Store {
     pub s3_anonymous: bool,
     /// What this store does for integrity (see [`caps`]): the executor reads this, never `kind`.
     pub caps: caps::Capabilities,
+    /// Set when the store is used for one object only (`copy FILE DST`): see [`SingleKey`].
+    pub single: Option<SingleKey>,
+}
+
+/// One object of a store, as `cp FILE DEST` copies it: listings show only `key` (under the name
+/// `listed_as`, the source's key, so both sides join), and `listed_as` is written at `key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SingleKey {
+    pub listed_as: String,
+    pub key: String,
 }
 
 impl std::fmt::Debug for Store {
@@ -363,6 +373,7 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::S3),
                     s3_anonymous,
+                    single: None,
                 })
             }
             Location::Gcs { bucket, .. } => {
@@ -399,6 +410,7 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Gcs),
                     s3_anonymous: false,
+                    single: None,
                 })
             }
             Location::Azure { container, .. } => {
@@ -452,6 +464,7 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Azure),
                     s3_anonymous: false,
+                    single: None,
                 })
             }
             Location::Local { root } => {
@@ -483,6 +496,7 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Local),
                     s3_anonymous: false,
+                    single: None,
                 })
             }
             Location::Memory { .. } => {
@@ -502,6 +516,7 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Memory),
                     s3_anonymous: false,
+                    single: None,
                 })
             }
         }
@@ -513,6 +528,10 @@ impl Store {
         &self,
         key: &str,
     ) -> Result<object_store::path::Path, object_store::path::Error> {
+        let key = match &self.single {
+            Some(s) if s.listed_as == key => s.key.as_str(),
+            _ => key,
+        };
         object_store::path::Path::parse(format!("{}{}", self.prefix, key))
     }
 
@@ -531,8 +550,8 @@ fn check_local(root: &std::path::Path, shown: &str, role: Role) -> Result<(), Op
     match std::fs::metadata(root) {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(m) => Err(refused(format!(
-            "is {}, not a folder; moverctl copies what is under a folder (to copy one file, give \
-             its folder and --include NAME)",
+            "is {}, not a folder; this command works on what is under a folder (to copy one \
+             file, use `moverctl copy FILE DEST`)",
             local::file_kind(&m.file_type())
         ))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => match role {

@@ -72,3 +72,90 @@ fn a_closed_pipe_ends_quietly_with_exit_0() {
         assert!(err.is_empty(), "{args:?}: {err}");
     }
 }
+
+/// Fails on the main of 2026-12-01 ("is a regular file, not a folder", exit 2): one file is
+/// copied as `cp` copies it, into a folder (trailing `/`) or to a key, locally and to S3, and a
+/// second run finds it there.
+#[test]
+fn a_single_file_is_copied_as_cp_would() {
+    let Some(s) = super::servers() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let cfg = config(t.path(), &super::remotes_toml(&s));
+    let src = t.path().join("model.bin");
+    std::fs::write(&src, b"weights").unwrap();
+    std::fs::write(t.path().join("other.bin"), b"not me").unwrap();
+    let p = super::unique("single");
+    let local_dir = t.path().join("out");
+    let cases = [
+        (
+            format!("garage:{}/{p}/", s.bucket_a),
+            format!("garage:{}/{p}/", s.bucket_a),
+            "model.bin",
+        ),
+        (
+            format!("garage:{}/{p}/renamed.bin", s.bucket_a),
+            format!("garage:{}/{p}/", s.bucket_a),
+            "renamed.bin",
+        ),
+        (
+            format!("{}/", local_dir.display()),
+            local_dir.display().to_string(),
+            "model.bin",
+        ),
+        (
+            local_dir.join("g.bin").display().to_string(),
+            local_dir.display().to_string(),
+            "g.bin",
+        ),
+    ];
+    for (dst, folder, key) in &cases {
+        for run in 0..2 {
+            let o = moverctl()
+                .arg("--config")
+                .arg(&cfg)
+                .args(["copy", "--json"])
+                .arg(&src)
+                .arg(dst)
+                .output()
+                .unwrap();
+            expect(&o, 0);
+            let sum = super::summary(&o);
+            let (copied, skipped) = if run == 0 { (1, 0) } else { (0, 1) };
+            assert_eq!(
+                sum["copied"]["objects"].as_u64(),
+                Some(copied),
+                "{dst}: {}",
+                text(&o)
+            );
+            assert_eq!(
+                sum["skipped"]["objects"].as_u64(),
+                Some(skipped),
+                "{dst}: {}",
+                text(&o)
+            );
+        }
+        let o = moverctl()
+            .arg("--config")
+            .arg(&cfg)
+            .args(["ls", "--json"])
+            .arg(folder)
+            .output()
+            .unwrap();
+        expect(&o, 0);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            out.contains(&format!("\"key\":\"{key}\"")),
+            "{folder}: {out}"
+        );
+        assert!(!out.contains("other.bin"), "{folder}: {out}");
+    }
+    assert_eq!(std::fs::read(local_dir.join("g.bin")).unwrap(), b"weights");
+    // Onto itself: refused.
+    let o = moverctl()
+        .args(["copy"])
+        .arg(&src)
+        .arg(&src)
+        .output()
+        .unwrap();
+    expect(&o, 2);
+}
