@@ -78,6 +78,10 @@ pub struct CopyArgs {
     pub src: String,
     /// Where to write.
     pub dst: String,
+    /// Print nothing when all is well (no summary); problems and the summary of a run that did
+    /// not succeed still go to stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -86,6 +90,10 @@ pub struct CopyArgs {
 pub struct ExecArgs {
     /// A plan file written by `moverctl plan --save`.
     pub plan: PathBuf,
+    /// Print nothing when all is well (no summary); problems and the summary of a run that did
+    /// not succeed still go to stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Source location, when the plan has none (or to override it).
     #[arg(long)]
     pub src: Option<String>,
@@ -131,6 +139,8 @@ pub(super) struct Resolved {
     pub(super) limits: Limits,
     pub(super) journal_path: PathBuf,
     pub(super) json: bool,
+    /// `copy`/`exec --quiet`: no summary on success (sync has its own).
+    pub(super) quiet: bool,
 }
 
 pub(super) fn resolve(
@@ -220,6 +230,7 @@ pub(super) fn resolve(
         limits,
         journal_path,
         json: e.json,
+        quiet: false,
     })
 }
 
@@ -231,7 +242,8 @@ pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<
     };
     super::stores::refine_caps(catalog, &mut src);
     super::stores::refine_caps(catalog, &mut dst);
-    let r = resolve(&args.engine, catalog, &src, &dst, None)?;
+    let mut r = resolve(&args.engine, catalog, &src, &dst, None)?;
+    r.quiet = args.quiet;
     drive(src, dst, r, None, catalog)
 }
 
@@ -260,7 +272,8 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
     let (mut src, mut dst) = Store::open_pair(&src_loc, &dst_loc, remotes)?;
     super::stores::refine_caps(catalog, &mut src);
     super::stores::refine_caps(catalog, &mut dst);
-    let r = resolve(&args.engine, catalog, &src, &dst, Some(&plan))?;
+    let mut r = resolve(&args.engine, catalog, &src, &dst, Some(&plan))?;
+    r.quiet = args.quiet;
     drive(src, dst, r, Some(&plan), catalog)
 }
 
@@ -296,7 +309,7 @@ fn drive(
     let report = rt.block_on(async {
         super::stop_on_ctrl_c(stop.clone(), "stopping after the objects in flight");
         let progress = Progress::new(
-            json,
+            json || r.quiet,
             plan.map(|p| p.corpus.bytes),
             r.opts.counters.clone().unwrap_or_default(),
         );
@@ -334,7 +347,18 @@ fn drive(
     });
     let report = report?;
     let vs = plan.and_then(|p| against_plan(&report, p, catalog));
-    if json {
+    let exit = if report.interrupted {
+        Exit::Interrupted
+    } else if report.auth_failures() > 0 {
+        Exit::Credentials
+    } else if !report.failed.is_empty() || !report.refused.is_empty() {
+        Exit::Partial
+    } else {
+        Exit::Success
+    };
+    if r.quiet && exit == Exit::Success && !json {
+        // Silent on success.
+    } else if json {
         let mut v: serde_json::Value =
             serde_json::from_str(&summary_json(&report, plan)).expect("valid JSON");
         if let Some(vs) = &vs {
@@ -353,15 +377,7 @@ fn drive(
     if let Some(m) = credentials_refused(&report, &src_shown, &dst_shown) {
         eprintln!("moverctl: error: {m}");
     }
-    Ok(if report.interrupted {
-        Exit::Interrupted
-    } else if report.auth_failures() > 0 {
-        Exit::Credentials
-    } else if !report.failed.is_empty() || !report.refused.is_empty() {
-        Exit::Partial
-    } else {
-        Exit::Success
-    })
+    Ok(exit)
 }
 
 /// When objects failed because a store refused the credentials (the run exits 4, not 3): what

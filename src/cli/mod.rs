@@ -5,6 +5,7 @@ mod copy_cmd;
 pub mod exit;
 mod ls_cmd;
 mod metrics;
+mod outputs;
 mod pipe;
 mod plan_cmd;
 mod probe_cmd;

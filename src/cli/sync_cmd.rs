@@ -240,6 +240,9 @@ fn price(src: Option<&Pricing>, dst: Option<&Pricing>, r: &Report, d: &DeleteRep
 
 pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<Exit, CliError> {
     let started_at = std::time::SystemTime::now();
+    if let Some(m) = &args.metrics_file {
+        super::outputs::check_file("--metrics-file", m)?;
+    }
     let (mut src, mut dst) = Store::open_pair(&args.src, &args.dst, remotes)?;
     super::stores::refine_caps(catalog, &mut src);
     super::stores::refine_caps(catalog, &mut dst);

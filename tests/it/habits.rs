@@ -159,3 +159,86 @@ fn a_single_file_is_copied_as_cp_would() {
         .unwrap();
     expect(&o, 2);
 }
+
+/// `--quiet` is silent when all is well: a cron mail only when something needs a person. The
+/// nightly "kept N objects younger than the minimum storage duration" note is not a problem.
+#[test]
+fn quiet_is_silent_on_success() {
+    let Some(s) = super::servers() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let cfg = config(
+        t.path(),
+        &format!(
+            "[remotes.wasabi_local]\ntype = \"s3\"\nprovider = \"wasabi\"\nendpoint = \"{}\"\nregion = \"{}\"\n\
+             access_key_id_env = \"MOVERCTL_TEST_S3_KEY_ID\"\nsecret_access_key_env = \"MOVERCTL_TEST_S3_SECRET\"\n",
+            s.s3_endpoint, s.region
+        ),
+    );
+    let src = t.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for k in ["a", "b", "c"] {
+        std::fs::write(src.join(k), k).unwrap();
+    }
+    let dst = format!("wasabi_local:{}/{}", s.bucket_b, super::unique("quiet"));
+    let sync = |extra: &[&str]| {
+        moverctl()
+            .arg("--config")
+            .arg(&cfg)
+            .arg("sync")
+            .arg(&src)
+            .arg(&dst)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    expect(&sync(&["--quiet"]), 0);
+    std::fs::remove_file(src.join("c")).unwrap();
+    // Not quiet: the kept object is reported.
+    let o = sync(&["--delete", "--max-delete", "100%"]);
+    expect(&o, 0);
+    assert!(text(&o).contains("90-day minimum"), "{}", text(&o));
+    for run in [
+        sync(&["--delete", "--max-delete", "100%", "--quiet"]),
+        sync(&["--delete", "--max-delete", "100%", "-q"]),
+    ] {
+        expect(&run, 0);
+        assert!(
+            run.stdout.is_empty() && run.stderr.is_empty(),
+            "{}",
+            text(&run)
+        );
+    }
+    // copy has --quiet too.
+    let o = moverctl()
+        .arg("--config")
+        .arg(&cfg)
+        .args(["copy", "--quiet"])
+        .arg(&src)
+        .arg(&dst)
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{}", text(&o));
+}
+
+/// Fails on the main of 2026-12-01, which copied everything and only then failed to write the
+/// metrics file.
+#[test]
+fn a_missing_metrics_folder_stops_the_sync_before_any_work() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("a"), b"a").unwrap();
+    let dst = t.path().join("dst");
+    let o = moverctl()
+        .arg("sync")
+        .arg(&src)
+        .arg(&dst)
+        .arg("--metrics-file")
+        .arg(t.path().join("no-such-folder/moverctl.prom"))
+        .output()
+        .unwrap();
+    expect(&o, 2);
+    assert!(text(&o).contains("no-such-folder"), "{}", text(&o));
+    assert!(!dst.join("a").exists(), "the sync ran: {}", text(&o));
+}
