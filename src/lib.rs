@@ -15,6 +15,7 @@
 //!   delete phase ([`transfer::sync`]).
 //! - `journal`: resume state and every SQL statement on it.
 
+pub mod bwlimit;
 pub mod catalog;
 pub mod checksum;
 pub mod cli;

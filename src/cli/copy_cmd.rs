@@ -11,11 +11,10 @@ use crate::plan::file::PlanFile;
 use crate::store::Store;
 use crate::store::config::Remotes;
 use crate::transfer::{CopyOptions, Event, Report, Run, Verify};
-use crate::units::{fmt_bytes, fmt_duration, parse_bytes, parse_rate};
+use crate::units::{fmt_bytes, fmt_duration, parse_bytes};
 use clap::Args;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use rust_decimal::Decimal;
-use rust_decimal::prelude::ToPrimitive;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,8 +41,9 @@ pub struct EngineArgs {
     /// Upper bound for part buffers held in memory across the run.
     #[arg(long, default_value = "128MiB")]
     pub max_buffer: String,
-    /// Bandwidth limit over the whole run, e.g. 200MiB/s or 1Gbps.
-    #[arg(long)]
+    /// Bandwidth limit over the whole run: 200MiB/s, 1Gbps, or rclone's forms: 10M (MiB/s),
+    /// 10M:off (upload:download), a timetable "08:00,10M 19:00,off" (local time), off.
+    #[arg(long, value_name = "RATE")]
     pub bwlimit: Option<String>,
     /// Requests per second over the whole run.
     #[arg(long)]
@@ -199,16 +199,24 @@ pub(super) fn resolve(
         }
     };
     let bw = match &e.bwlimit {
-        Some(v) => {
-            let r = parse_rate(v).map_err(|m| usage(format!("--bwlimit: {m}")))?;
-            Some(r.round().to_u64().unwrap_or(u64::MAX).max(1))
-        }
+        Some(v) => Some(crate::bwlimit::parse(v).map_err(|m| usage(format!("--bwlimit: {m}")))?),
         None => None,
     };
     if e.tpslimit == Some(0) {
         return Err(usage("--tpslimit must be at least 1"));
     }
-    let limits = Limits::new(bw, e.tpslimit).with_concurrency(e.transfers);
+    // A local side is neither a download nor an upload (see crate::bwlimit).
+    let remote = |s: &Store| !matches!(s.kind, crate::store::Kind::Local);
+    let (reads, writes) = (remote(src), remote(dst));
+    let limits = match bw {
+        Some(crate::bwlimit::BwLimit::Fixed(r)) => {
+            Limits::new(r.effective(reads, writes), e.tpslimit)
+        }
+        Some(table) => Limits::new(None, e.tpslimit)
+            .with_schedule(Arc::new(move || table.rate_now().effective(reads, writes))),
+        None => Limits::new(None, e.tpslimit),
+    }
+    .with_concurrency(e.transfers);
     let journal_path = e.journal.clone().unwrap_or_else(|| {
         journal::default_path(&journal::state_dir(), &src.shown(), &dst.shown())
     });

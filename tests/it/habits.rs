@@ -242,3 +242,46 @@ fn a_missing_metrics_folder_stops_the_sync_before_any_work() {
     assert!(text(&o).contains("no-such-folder"), "{}", text(&o));
     assert!(!dst.join("a").exists(), "the sync ran: {}", text(&o));
 }
+
+/// rclone's `--bwlimit` forms through the binary: `1M` is 1 MiB/s, a timetable applies its
+/// rate, `off` none. Fails on the main of 2026-12-01, which refused `1M` ("not a rate").
+#[test]
+fn bwlimit_takes_rclone_forms() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for i in 0..3 {
+        std::fs::write(src.join(format!("f{i}")), vec![7u8; 1 << 20]).unwrap();
+    }
+    let copy = |limit: &str, n: &str| {
+        let start = std::time::Instant::now();
+        let o = moverctl()
+            .args(["copy", "--bwlimit", limit])
+            .arg(&src)
+            .arg(t.path().join(n))
+            .output()
+            .unwrap();
+        (o, start.elapsed().as_secs_f64())
+    };
+    // 3 MiB: the first MiB is the bucket's burst, then 2 s at 1 MiB/s.
+    for (limit, n) in [
+        ("1M", "a"),
+        ("1024K", "b"),
+        ("00:00,1M", "c"),
+        ("1M:off", "d"),
+    ] {
+        let (o, secs) = copy(limit, n);
+        expect(&o, 0);
+        assert!((1.8..6.0).contains(&secs), "{limit}: {secs:.2} s");
+    }
+    for (limit, n) in [("off", "e"), ("00:00,off", "f")] {
+        let (o, secs) = copy(limit, n);
+        expect(&o, 0);
+        assert!(secs < 1.5, "{limit}: {secs:.2} s");
+    }
+    for bad in ["10X", "08:00", "25:00,1M"] {
+        let (o, _) = copy(bad, "g");
+        expect(&o, 2);
+        assert!(text(&o).contains("--bwlimit"), "{}", text(&o));
+    }
+}
