@@ -3,7 +3,7 @@
 //! | form | meaning |
 //! |---|---|
 //! | `200MiB/s`, `1.2GB/s`, `1Gbps` | moverctl's rates: bytes (`B/s`) or bits (`bps`, `bit/s`), SI or binary prefixes |
-//! | `10M`, `512K`, `1.5G`, `10Mi`, `10MiB` | rclone's: **binary** bytes per second (`10M` = 10 MiB/s = 10,485,760 B/s); suffixes `B K M G T P`, case-insensitive |
+//! | `10M`, `512K`, `1.5G`, `10Mi`, `10MiB` | rclone's: **binary** bytes per second (`10M` = 10 MiB/s = 10,485,760 B/s); suffixes `B K M G T P`, case-insensitive ([`crate::units::parse_rclone_size`]; `10MB` is 10^7, as elsewhere in moverctl) |
 //! | `512` | rclone's default unit: KiB/s (512 KiB/s) |
 //! | `off`, `0` | no limit |
 //! | `UP:DOWN`, e.g. `10M:off` | upload and download limits (see below) |
@@ -17,7 +17,6 @@
 //! other). A single rate (`10M`) limits every run whatever its ends.
 
 use crate::units::parse_rate;
-use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
 
 /// Upload and download limits in bytes per second; `None` is no limit.
@@ -75,42 +74,13 @@ fn parse_one(s: &str) -> Result<Option<u64>, String> {
         let r = parse_rate(t)?;
         return Ok(Some(r.round().to_u64().unwrap_or(u64::MAX).max(1)));
     }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: Decimal = num.parse().map_err(|_| {
+    let v = crate::units::parse_rclone_size(t).map_err(|e| {
         format!(
-            "{t:?} is not a rate: use 10M (rclone: MiB/s), 200MiB/s, 1Gbps, off, UP:DOWN or a \
+            "{e}; --bwlimit takes 10M (rclone: MiB/s), 200MiB/s, 1Gbps, off, UP:DOWN or a \
              timetable such as \"08:00,10M 19:00,off\""
         )
     })?;
-    let u = unit.to_ascii_lowercase();
-    let u = u
-        .strip_suffix("ib")
-        .or_else(|| u.strip_suffix('i'))
-        .or_else(|| u.strip_suffix('b').filter(|p| !p.is_empty()))
-        .unwrap_or(&u);
-    let shift = match u {
-        "" | "k" => 10,
-        "b" => 0,
-        "m" => 20,
-        "g" => 30,
-        "t" => 40,
-        "p" => 50,
-        other => {
-            return Err(format!(
-                "{t:?}: unknown suffix {other:?} (rclone's are B, K, M, G, T, P, each 1024 times the last)"
-            ));
-        }
-    };
-    let v = (n * Decimal::from(1u64 << shift)).round();
-    if v.is_zero() {
-        return Ok(None);
-    }
-    Ok(Some(
-        v.to_u64().ok_or_else(|| format!("{t:?} is too large"))?,
-    ))
+    Ok((v > 0).then_some(v))
 }
 
 /// `RATE` or `UP:DOWN`.

@@ -58,12 +58,51 @@ pub struct EngineArgs {
     /// Show what would be copied and skipped, and why; change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Only keys matching this glob (repeatable), e.g. 'ckpt/**/*.safetensors'.
-    #[arg(long)]
+    /// Only keys matching this glob (repeatable; rclone's rules: '*.safetensors' at any depth,
+    /// '/ckpt/**' from the root only, '**' crosses folders).
+    #[arg(long, value_name = "GLOB")]
     pub include: Vec<String>,
-    /// Leave out keys matching this glob (repeatable).
-    #[arg(long)]
+    /// Leave out keys matching this glob (repeatable; rules as --include).
+    #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// Read --include patterns from a file, one a line ('#' and ';' start comments).
+    #[arg(long, value_name = "FILE")]
+    pub include_from: Vec<PathBuf>,
+    /// Read --exclude patterns from a file, one a line.
+    #[arg(long, value_name = "FILE")]
+    pub exclude_from: Vec<PathBuf>,
+    /// Only the keys listed in FILE (one a line, or `moverctl ls --json` output), sorted in byte
+    /// order; read alongside the listing, so any length works.
+    #[arg(long, value_name = "FILE")]
+    pub files_from: Option<PathBuf>,
+    /// Leave out objects smaller than SIZE (rclone units: 100K, 10M, 1G are binary; a bare
+    /// number is KiB; 10MB is 10^7 bytes).
+    #[arg(long, value_name = "SIZE")]
+    pub min_size: Option<String>,
+    /// Leave out objects larger than SIZE.
+    #[arg(long, value_name = "SIZE")]
+    pub max_size: Option<String>,
+    /// Only objects modified within this long (36h, 7d, 2w; a bare number is seconds) or since a
+    /// date (2026-11-01).
+    #[arg(long, value_name = "AGE")]
+    pub max_age: Option<String>,
+    /// Only objects modified longer ago than this (or before a date).
+    #[arg(long, value_name = "AGE")]
+    pub min_age: Option<String>,
+    /// Destination HEADs in flight at once, apart from --transfers (default: the checks share
+    /// the transfer slots). Each side is listed as one sorted stream, so listing is not affected.
+    #[arg(long, value_name = "N")]
+    pub checkers: Option<usize>,
+    /// Take a destination object of the source's size as the same: no MD5 comparison, no HEAD.
+    #[arg(long, conflicts_with = "checksum")]
+    pub size_only: bool,
+    /// Decide by checksums, never by modification times: what moverctl always does (accepted for
+    /// rclone's habit; see the decision table).
+    #[arg(long)]
+    pub checksum: bool,
+    /// Show progress: the default when stderr is a terminal (accepted for rclone's habit).
+    #[arg(long, short = 'P')]
+    pub progress: bool,
     /// Journal file (default: in the state folder, named after source and destination).
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
@@ -78,6 +117,10 @@ pub struct CopyArgs {
     pub src: String,
     /// Where to write.
     pub dst: String,
+    /// Storage class written at the destination: a catalog class (`moverctl providers show
+    /// PROVIDER`) or the store's own name (GLACIER_IR, Cool). Overrides the remote's.
+    #[arg(long, value_name = "CLASS")]
+    pub storage_class: Option<String>,
     /// Print nothing when all is well (no summary); problems and the summary of a run that did
     /// not succeed still go to stderr.
     #[arg(long, short = 'q')]
@@ -90,6 +133,10 @@ pub struct CopyArgs {
 pub struct ExecArgs {
     /// A plan file written by `moverctl plan --save`.
     pub plan: PathBuf,
+    /// Storage class written at the destination: a catalog class (`moverctl providers show
+    /// PROVIDER`) or the store's own name (GLACIER_IR, Cool). Overrides the remote's.
+    #[arg(long, value_name = "CLASS")]
+    pub storage_class: Option<String>,
     /// Print nothing when all is well (no summary); problems and the summary of a run that did
     /// not succeed still go to stderr.
     #[arg(long, short = 'q')]
@@ -109,20 +156,33 @@ pub(super) fn usage(m: impl Into<String>) -> CliError {
 }
 
 fn globs(flag: &str, pats: &[String]) -> Result<Option<globset::GlobSet>, CliError> {
-    if pats.is_empty() {
-        return Ok(None);
-    }
-    let mut b = globset::GlobSetBuilder::new();
-    for p in pats {
-        let g = globset::GlobBuilder::new(p)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| usage(format!("{flag} {p:?}: {e}")))?;
-        b.add(g);
-    }
-    b.build()
-        .map(Some)
-        .map_err(|e| usage(format!("{flag}: {e}")))
+    crate::transfer::filter::globs(flag, pats).map_err(usage)
+}
+
+/// --min-size, --max-size, --max-age, --min-age and --files-from.
+fn selection(e: &EngineArgs) -> Result<crate::transfer::filter::Selection, CliError> {
+    use crate::transfer::filter::{FilesFrom, Selection, parse_age};
+    let size = |flag: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(|v| crate::units::parse_rclone_size(v).map_err(|m| usage(format!("{flag}: {m}"))))
+            .transpose()
+    };
+    let now = chrono::Utc::now();
+    let age = |flag: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(|v| parse_age(flag, v, now).map_err(usage))
+            .transpose()
+    };
+    Ok(Selection {
+        min_size: size("--min-size", &e.min_size)?,
+        max_size: size("--max-size", &e.max_size)?,
+        modified_after: age("--max-age", &e.max_age)?,
+        modified_before: age("--min-age", &e.min_age)?,
+        files_from: match &e.files_from {
+            Some(p) => Some(Arc::new(FilesFrom::open(p).map_err(usage)?.0)),
+            None => None,
+        },
+    })
 }
 
 /// The destination's part limits: its provider's (resolved as every command does), else
@@ -217,6 +277,19 @@ pub(super) fn resolve(
         None => Limits::new(None, e.tpslimit),
     }
     .with_concurrency(e.transfers);
+    let (mut includes, mut excludes) = (e.include.clone(), e.exclude.clone());
+    for f in &e.include_from {
+        includes
+            .extend(crate::transfer::filter::patterns_from("--include-from", f).map_err(usage)?);
+    }
+    for f in &e.exclude_from {
+        excludes
+            .extend(crate::transfer::filter::patterns_from("--exclude-from", f).map_err(usage)?);
+    }
+    if e.checkers == Some(0) {
+        return Err(usage("--checkers must be at least 1"));
+    }
+    let select = selection(e)?;
     let journal_path = e.journal.clone().unwrap_or_else(|| {
         journal::default_path(&journal::state_dir(), &src.shown(), &dst.shown())
     });
@@ -231,8 +304,11 @@ pub(super) fn resolve(
             retries: e.retries,
             verify,
             dry_run: e.dry_run,
-            include: globs("--include", &e.include)?,
-            exclude: globs("--exclude", &e.exclude)?,
+            include: globs("--include", &includes)?,
+            exclude: globs("--exclude", &excludes)?,
+            select,
+            size_only: e.size_only,
+            checkers: e.checkers,
             counters: Some(Arc::new(crate::transfer::Counters::default())),
         },
         limits,
@@ -250,6 +326,7 @@ pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<
     };
     super::stores::refine_caps(catalog, &mut src);
     super::stores::refine_caps(catalog, &mut dst);
+    super::storage_class::apply(catalog, &mut dst, args.storage_class.as_deref())?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, None)?;
     r.quiet = args.quiet;
     drive(src, dst, r, None, catalog)
@@ -280,6 +357,7 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
     let (mut src, mut dst) = Store::open_pair(&src_loc, &dst_loc, remotes)?;
     super::stores::refine_caps(catalog, &mut src);
     super::stores::refine_caps(catalog, &mut dst);
+    super::storage_class::apply(catalog, &mut dst, args.storage_class.as_deref())?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, Some(&plan))?;
     r.quiet = args.quiet;
     drive(src, dst, r, Some(&plan), catalog)

@@ -13,6 +13,7 @@ mod progress;
 mod providers_cmd;
 mod remote_check;
 mod single;
+mod storage_class;
 pub mod stores;
 mod sync_cmd;
 

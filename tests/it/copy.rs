@@ -56,6 +56,9 @@ pub fn options() -> CopyOptions {
         dry_run: false,
         include: None,
         exclude: None,
+        select: Default::default(),
+        size_only: false,
+        checkers: None,
         counters: None,
     }
 }
