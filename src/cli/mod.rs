@@ -2,6 +2,7 @@
 //! Every error is printed once, here, and becomes an exit code from [`exit::TABLE`].
 
 mod copy_cmd;
+mod docs_cmd;
 pub mod exit;
 mod ls_cmd;
 mod metrics;
@@ -25,7 +26,7 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(
     name = "moverctl",
-    version,
+    version = docs_cmd::VERSION,
     about = "Price, plan, run and verify large object-storage moves between clouds",
     after_help = exit_help()
 )]
@@ -75,6 +76,18 @@ pub enum Command {
     Sync(Box<sync_cmd::SyncArgs>),
     /// Progress of a plan or copy from its journal (no store is contacted).
     Status(copy_cmd::StatusArgs),
+    /// Print a shell completion script: bash, zsh, fish, elvish or powershell
+    /// (e.g. `moverctl completions bash > /etc/bash_completion.d/moverctl`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages (moverctl.1 and one per command) into DIR, e.g. `moverctl man
+    /// /usr/local/share/man/man1`.
+    Man {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -245,6 +258,8 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
             let remotes = load_remotes()?;
             copy_cmd::run_exec(&catalog, &remotes, *args)
         }
+        Command::Completions { shell } => docs_cmd::completions(shell).map(|()| Exit::Success),
+        Command::Man { dir } => docs_cmd::man(&dir).map(|()| Exit::Success),
         Command::Status(args) => {
             let remotes = load_remotes()?;
             copy_cmd::run_status(&remotes, args)

@@ -543,3 +543,57 @@ async fn copy_takes_a_storage_class() {
         Some("Cool")
     );
 }
+
+/// `--version` names the commit and what the build can do; completions and man pages come from
+/// the same definitions. Fails on the main of 2026-12-01 (a bare "moverctl 0.1.0", no
+/// `completions`, no `man`).
+#[test]
+fn version_completions_and_man_pages() {
+    let o = moverctl().arg("--version").output().unwrap();
+    expect(&o, 0);
+    let v = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let want_commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    assert_eq!(
+        v,
+        format!(
+            "moverctl {} (commit {want_commit}, stores: s3 gcs azure local, tls: rustls)",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    for (shell, needle) in [
+        ("bash", "_moverctl()"),
+        ("zsh", "#compdef moverctl"),
+        ("fish", "complete -c moverctl"),
+    ] {
+        let o = moverctl().args(["completions", shell]).output().unwrap();
+        expect(&o, 0);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains(needle) && out.contains("bwlimit"), "{shell}");
+    }
+    expect(
+        &moverctl().args(["completions", "tcsh"]).output().unwrap(),
+        2,
+    );
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("man/man1");
+    let o = moverctl().arg("man").arg(&dir).output().unwrap();
+    expect(&o, 0);
+    let top = std::fs::read_to_string(dir.join("moverctl.1")).unwrap();
+    assert!(
+        top.starts_with(".ie") || top.contains(".TH moverctl 1"),
+        "{top}"
+    );
+    let copy = std::fs::read_to_string(dir.join("moverctl-copy.1")).unwrap();
+    assert!(
+        copy.contains("bwlimit") && copy.contains("files\\-from"),
+        "{copy}"
+    );
+    assert!(dir.join("moverctl-sync.1").exists());
+}
