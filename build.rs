@@ -25,16 +25,15 @@ fn git_commit() -> String {
     if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
         let dir = PathBuf::from(dir);
         println!("cargo:rerun-if-changed={}", dir.join("HEAD").display());
-        if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            if let Some(common) = git(&["rev-parse", "--git-common-dir"]) {
-                let common =
-                    PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join(common);
-                println!("cargo:rerun-if-changed={}", common.join(&r).display());
-                println!(
-                    "cargo:rerun-if-changed={}",
-                    common.join("packed-refs").display()
-                );
-            }
+        if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"])
+            && let Some(common) = git(&["rev-parse", "--git-common-dir"])
+        {
+            let common = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join(common);
+            println!("cargo:rerun-if-changed={}", common.join(&r).display());
+            println!(
+                "cargo:rerun-if-changed={}",
+                common.join("packed-refs").display()
+            );
         }
     }
     git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".to_string())
