@@ -597,3 +597,54 @@ fn version_completions_and_man_pages() {
     );
     assert!(dir.join("moverctl-sync.1").exists());
 }
+
+/// The crontab line, run as cron runs it (`/bin/sh -c`, `\%` unescaped, a bare environment),
+/// with env.example as the environment file: every variable reaches the program it starts.
+/// Fails with the line of the main of 2026-12-01 (`. $HOME/.config/moverctl/env && …`), which
+/// set them for the shell only.
+#[test]
+fn the_crontab_exports_the_env_file_to_moverctl() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cold-mirror");
+    let crontab = std::fs::read_to_string(dir.join("crontab")).unwrap();
+    let line = crontab
+        .lines()
+        .find(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .expect("a schedule line");
+    let command = line
+        .split_whitespace()
+        .skip(5)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (prefix, _) = command
+        .split_once("/usr/local/bin/moverctl")
+        .expect("the line runs /usr/local/bin/moverctl");
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".config/moverctl")).unwrap();
+    std::fs::copy(
+        dir.join("env.example"),
+        home.path().join(".config/moverctl/env"),
+    )
+    .unwrap();
+    // The program the line starts, replaced by `env`, prints what it was given.
+    let o = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!("{}env", prefix.replace("\\%", "%")))
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let env = String::from_utf8_lossy(&o.stdout);
+    for var in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "B2_KEY_ID",
+        "B2_APP_KEY",
+    ] {
+        assert!(
+            env.lines().any(|l| l.starts_with(&format!("{var}="))),
+            "{var} not exported: {env}"
+        );
+    }
+}
