@@ -15,6 +15,13 @@ if [ ! -x "$tools/moto/bin/moto_server" ]; then
   python3 -m venv "$tools/moto"
   "$tools/moto/bin/pip" install --quiet 'moto[server]'
 fi
+# Debian's Prometheus Pushgateway: `sync --metrics-push` is tested against the real one (the test
+# starts and stops its own on a free port).
+if ! command -v prometheus-pushgateway >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get install -y -q prometheus-pushgateway >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q prometheus-pushgateway >/dev/null 2>&1; }) ||
+    echo "test.sh: could not install prometheus-pushgateway" >&2
+fi
 scripts/servers.sh start
 if [ "$started" = 1 ]; then
   trap 'scripts/servers.sh stop >/dev/null 2>&1 || true' EXIT

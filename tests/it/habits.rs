@@ -648,3 +648,205 @@ fn the_crontab_exports_the_env_file_to_moverctl() {
         );
     }
 }
+
+/// What the container image packages, checked where no container builder runs: the Dockerfile's
+/// own build step (`RUN cargo build …`, with the commit passed as the build argument), its
+/// `COPY --from=build` into the image path, its `ENV` and `USER`, and its `ENTRYPOINT` run with
+/// `--version` in an otherwise empty environment. Builds the release binary (minutes, once).
+#[test]
+fn the_image_entrypoint_runs_the_release_binary() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).unwrap();
+    let lines: Vec<&str> = dockerfile
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect();
+    let after = |instr: &str| -> Vec<String> {
+        lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(instr))
+            .map(|r| r.trim().to_string())
+            .collect()
+    };
+    assert_eq!(
+        after("FROM ").len(),
+        2,
+        "multi-stage: a builder and a runtime"
+    );
+    assert!(
+        after("FROM ")[1].contains("distroless"),
+        "small runtime image"
+    );
+    let build = after("RUN ");
+    let build: Vec<&str> = build[0].split_whitespace().collect();
+    assert_eq!(&build[..3], ["cargo", "build", "--release"], "{build:?}");
+    let copy = after("COPY --from=build ");
+    let (from, to) = copy[0].split_once(' ').unwrap();
+    let user = &after("USER ")[0];
+    let uid: u32 = user.split(':').next().unwrap().parse().unwrap();
+    assert_ne!(uid, 0, "non-root");
+    let entry: Vec<String> = serde_json::from_str(&after("ENTRYPOINT ")[0]).unwrap();
+    assert_eq!(entry[0], to, "the entrypoint is the packaged binary");
+
+    // Its own target folder: the `cargo test` that runs this holds the usual one.
+    let target = root.join("target/image");
+    let o = std::process::Command::new(build[0])
+        .args(&build[1..])
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", &target)
+        .env("MOVERCTL_GIT_COMMIT", "0123456789ab")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Lay the binary out as the image does, readable by the image's user.
+    let image = tempfile::tempdir().unwrap();
+    let dest = image.path().join(to.trim_start_matches('/'));
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    let built = from
+        .strip_prefix("/src/target/")
+        .expect("the image copies from /src/target");
+    std::fs::copy(target.join(built), &dest).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for d in dest
+        .ancestors()
+        .skip(1)
+        .take_while(|d| d.starts_with(image.path()))
+    {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let is_root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let mut cmd = if is_root {
+        let mut c = std::process::Command::new("setpriv");
+        c.args([
+            &format!("--reuid={uid}"),
+            &format!("--regid={uid}"),
+            "--clear-groups",
+        ])
+        .arg(&dest);
+        c
+    } else {
+        std::process::Command::new(&dest)
+    };
+    cmd.env_clear().arg("--version");
+    for env in after("ENV ") {
+        let (k, v) = env.split_once('=').unwrap();
+        cmd.env(k, v);
+    }
+    let o = cmd.output().unwrap();
+    expect(&o, 0);
+    let v = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        v.starts_with("moverctl ") && v.contains("commit 0123456789ab"),
+        "{v}"
+    );
+}
+
+/// A Prometheus Pushgateway this test starts on a free port (Debian's prometheus-pushgateway),
+/// stopped when dropped.
+struct Pushgateway {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Drop for Pushgateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pushgateway() -> Option<Pushgateway> {
+    let bin = [
+        "/usr/bin/prometheus-pushgateway",
+        "/usr/local/bin/pushgateway",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).exists());
+    let Some(bin) = bin else {
+        if std::env::var("MOVERCTL_REQUIRE_SERVERS").as_deref() == Ok("1") {
+            panic!(
+                "no prometheus-pushgateway (apt-get install prometheus-pushgateway; scripts/test.sh does)"
+            );
+        }
+        eprintln!("skipped: no prometheus-pushgateway");
+        return None;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = std::process::Command::new(bin)
+        .arg(format!("--web.listen-address={addr}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let gw = Pushgateway { child, addr };
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(&gw.addr).is_ok() {
+            return Some(gw);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("the pushgateway did not start on {}", gw.addr);
+}
+
+/// `sync --metrics-push`: the run's metrics reach a real Pushgateway (what the Kubernetes CronJob
+/// uses, since its pod's node changes from run to run); a URL with credentials is refused
+/// without being echoed, before any work.
+#[tokio::test]
+async fn sync_pushes_its_metrics_to_a_pushgateway() {
+    let Some(gw) = pushgateway() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("a"), b"a").unwrap();
+    std::fs::write(src.join("b"), b"b").unwrap();
+    let url = format!("http://{}/metrics/job/moverctl/mirror/habits", gw.addr);
+    let sync = |push: &str| {
+        moverctl()
+            .arg("sync")
+            .arg(&src)
+            .arg(t.path().join("dst"))
+            .arg("--metrics-file")
+            .arg(t.path().join("m.prom"))
+            .args(["--metrics-push", push, "--quiet"])
+            .output()
+            .unwrap()
+    };
+    for bad in [
+        "http://user:s3cr3t@127.0.0.1:9/metrics/job/x",
+        "http://127.0.0.1:9/metrics/job/x?token=s3cr3t",
+        "http://127.0.0.1:9/",
+    ] {
+        let o = sync(bad);
+        expect(&o, 2);
+        assert!(!text(&o).contains("s3cr3t"), "{}", text(&o));
+        assert!(!t.path().join("dst").exists());
+    }
+    let o = sync(&url);
+    expect(&o, 0);
+    assert!(o.stderr.is_empty(), "{}", text(&o));
+    let got = reqwest::get(format!("http://{}/metrics", gw.addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = got
+        .lines()
+        .find(|l| l.starts_with("moverctl_sync_objects_copied{"))
+        .unwrap_or_else(|| panic!("not pushed: {got}"));
+    assert!(
+        line.contains("job=\"moverctl\"")
+            && line.contains("mirror=\"habits\"")
+            && line.ends_with(" 2"),
+        "{line}"
+    );
+}
