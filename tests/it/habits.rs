@@ -850,3 +850,73 @@ async fn sync_pushes_its_metrics_to_a_pushgateway() {
         "{line}"
     );
 }
+
+/// The plan table fits 100 columns, with no number broken across lines, for the README's
+/// example and for a wide one (very large amounts, long destination names). Fails on the main
+/// of 2026-12-01, whose table was 144 columns wide (and wrapped numbers on a 100-column terminal).
+#[test]
+fn the_plan_table_fits_100_columns() {
+    let wide = [
+        "--from",
+        "aws:us-east-1",
+        "--to",
+        "backblaze-b2,cloudflare-r2,wasabi:us-east-1,gcp:us-central1,aws:us-west-2/glacier-ir,azure:eastus/cool",
+        "--bytes",
+        "20PB",
+        "--objects",
+        "4B",
+        "--bandwidth",
+        "1Gbps",
+        "--months",
+        "36",
+        "--gpu-hourly",
+        "45000",
+    ];
+    for (args, n) in [(vec!["--example"], 4), (wide.to_vec(), 6)] {
+        let o = moverctl().arg("plan").args(&args).output().unwrap();
+        expect(&o, 0);
+        let out = String::from_utf8_lossy(&o.stdout);
+        // The tables: from the first header line to the warnings.
+        let table: Vec<&str> = out
+            .lines()
+            .skip_while(|l| !l.starts_with("# destination"))
+            .take_while(|l| !l.starts_with('!'))
+            .collect();
+        assert!(!table.is_empty(), "{out}");
+        for l in &table {
+            assert!(
+                l.chars().count() <= 100,
+                "{} columns: {l:?}",
+                l.chars().count()
+            );
+        }
+        // Each destination is one line in each table, its amounts whole on it.
+        let tables = table
+            .iter()
+            .filter(|l| l.starts_with("# destination"))
+            .count();
+        for rank in 1..=n {
+            let rows: Vec<&&str> = table
+                .iter()
+                .filter(|l| l.starts_with(&format!("{rank} ")))
+                .collect();
+            assert_eq!(rows.len(), tables, "rank {rank}:\n{}", table.join("\n"));
+            for r in rows {
+                assert!(
+                    r.trim_end().ends_with(|c: char| c.is_ascii_digit()
+                        || c == 'h'
+                        || c == 'd'
+                        || c == 's'),
+                    "{r}"
+                );
+            }
+        }
+        let money_lines = table.iter().filter(|l| l.contains('$')).count();
+        assert_eq!(
+            money_lines,
+            n * tables,
+            "no wrapped amounts:\n{}",
+            table.join("\n")
+        );
+    }
+}
