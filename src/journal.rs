@@ -108,8 +108,48 @@ pub struct Summary {
     pub copying: u64,
 }
 
+/// How a journal's move is checked when it is opened again.
+enum Owner<'a> {
+    /// By the locations as written (tests, `status`).
+    Spelled,
+    /// By what the locations resolve to (`Store::identity`): any spelling of the same pair.
+    Identity {
+        source: &'a str,
+        destination: &'a str,
+    },
+}
+
 impl Journal {
+    /// The journal of `src` -> `dst` (created when missing), checked against the stores'
+    /// identities so that any spelling of the same pair opens it; a journal of another move is
+    /// refused.
+    pub fn open_pair(
+        path: &Path,
+        src: &crate::store::Store,
+        dst: &crate::store::Store,
+    ) -> Result<Journal, JournalError> {
+        Self::open_as(
+            path,
+            &src.shown(),
+            &dst.shown(),
+            Owner::Identity {
+                source: &src.identity,
+                destination: &dst.identity,
+            },
+        )
+    }
+
+    /// A journal checked against the locations as written (see [`Journal::open_pair`]).
     pub fn open(path: &Path, source: &str, destination: &str) -> Result<Journal, JournalError> {
+        Self::open_as(path, source, destination, Owner::Spelled)
+    }
+
+    fn open_as(
+        path: &Path,
+        source: &str,
+        destination: &str,
+        owner: Owner,
+    ) -> Result<Journal, JournalError> {
         let shown = path.display().to_string();
         let db = |e: rusqlite::Error| JournalError::Db {
             path: shown.clone(),
@@ -146,13 +186,22 @@ impl Journal {
             None => {
                 let now =
                     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-                for (k, v) in [
+                let mut rows = vec![
                     ("format", FORMAT.to_string()),
                     ("version", VERSION.to_string()),
                     ("source", source.to_string()),
                     ("destination", destination.to_string()),
                     ("created", now),
-                ] {
+                ];
+                if let Owner::Identity {
+                    source,
+                    destination,
+                } = owner
+                {
+                    rows.push(("source_identity", source.to_string()));
+                    rows.push(("destination_identity", destination.to_string()));
+                }
+                for (k, v) in rows {
                     conn.execute(
                         "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
                         [k, &v],
@@ -176,15 +225,60 @@ impl Journal {
                         ),
                     });
                 }
-                for (field, want) in [("source", source), ("destination", destination)] {
-                    let found = get(field)?.unwrap_or_default();
+                // A journal that records identities is checked by them; one written before
+                // identities were kept (or by `open`) by the spelled locations, and then learns
+                // the identities.
+                let recorded = get("source_identity")?.zip(get("destination_identity")?);
+                let checks = match (&owner, &recorded) {
+                    (
+                        Owner::Identity {
+                            source,
+                            destination,
+                        },
+                        Some(_),
+                    ) => [
+                        ("source_identity", "source", *source),
+                        ("destination_identity", "destination", *destination),
+                    ],
+                    _ => [
+                        ("source", "source", source),
+                        ("destination", "destination", destination),
+                    ],
+                };
+                for (key, field, want) in checks {
+                    let found = get(key)?.unwrap_or_default();
                     if found != want {
+                        let found = if key == field {
+                            found
+                        } else {
+                            get(field)?.unwrap_or(found)
+                        };
                         return Err(JournalError::Mismatch {
                             path: shown,
                             field,
                             found,
-                            want: want.to_string(),
+                            want: if key == field {
+                                want.to_string()
+                            } else {
+                                format!("{want} (as resolved)")
+                            },
                         });
+                    }
+                }
+                if let (
+                    Owner::Identity {
+                        source: si,
+                        destination: di,
+                    },
+                    None,
+                ) = (&owner, &recorded)
+                {
+                    for (k, v) in [("source_identity", si), ("destination_identity", di)] {
+                        conn.execute(
+                            "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+                            [k, v],
+                        )
+                        .map_err(db)?;
                     }
                 }
             }
@@ -551,6 +645,24 @@ pub fn default_path(state_dir: &Path, source: &str, destination: &str) -> PathBu
     state_dir.join("journals").join(format!("{id}.sqlite"))
 }
 
+/// The journal of a pair in the state folder, keyed by the stores' identities (so any spelling
+/// of the same source and destination finds the same journal). A journal an earlier version
+/// kept under the spelled locations is moved to the new name, so a move started before the
+/// change resumes.
+pub fn path_for(state_dir: &Path, src: &crate::store::Store, dst: &crate::store::Store) -> PathBuf {
+    let path = default_path(state_dir, &src.identity, &dst.identity);
+    let old = default_path(state_dir, &src.shown(), &dst.shown());
+    if !path.exists() && old != path && old.exists() {
+        for suffix in ["", "-wal", "-shm"] {
+            let from = PathBuf::from(format!("{}{suffix}", old.display()));
+            if from.exists() {
+                let _ = std::fs::rename(&from, format!("{}{suffix}", path.display()));
+            }
+        }
+    }
+    path
+}
+
 /// The state folder (journals, probe results): `$MOVERCTL_STATE_DIR`, else
 /// `$XDG_STATE_HOME/moverctl`, else `~/.local/state/moverctl`; None when none of them is set.
 pub fn state_dir_if_known() -> Option<PathBuf> {
@@ -569,6 +681,51 @@ pub fn state_dir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn by_identity<'a>(source: &'a str, destination: &'a str) -> Owner<'a> {
+        Owner::Identity {
+            source,
+            destination,
+        }
+    }
+
+    /// A journal is found and accepted by the pair's identities, whatever the spelling; another
+    /// pair is refused; a journal from before identities were kept is checked by spelling once
+    /// and learns them.
+    #[test]
+    fn a_journal_belongs_to_the_resolved_pair_not_its_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.sqlite");
+        let (src, dst) = ("local /data", "s3 aws bucket b prefix x/");
+        drop(Journal::open_as(&p, "data", "s3://b/x", by_identity(src, dst)).unwrap());
+        let j = Journal::open_as(&p, "./data/", "s3://b/x/", by_identity(src, dst)).unwrap();
+        assert_eq!(j.source(), "./data/");
+        drop(j);
+        let e = Journal::open_as(
+            &p,
+            "data",
+            "s3://b/y",
+            by_identity(src, "s3 aws bucket b prefix y/"),
+        )
+        .map(|_| ())
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                JournalError::Mismatch {
+                    field: "destination",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+
+        let old = dir.path().join("old.sqlite");
+        drop(Journal::open(&old, "data", "s3://b/x").unwrap());
+        assert!(Journal::open_as(&old, "./data", "s3://b/x", by_identity(src, dst)).is_err());
+        drop(Journal::open_as(&old, "data", "s3://b/x", by_identity(src, dst)).unwrap());
+        drop(Journal::open_as(&old, "./data", "s3://b/x/", by_identity(src, dst)).unwrap());
+    }
 
     fn rec(key: &str, state: State) -> ObjectRecord {
         ObjectRecord {

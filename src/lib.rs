@@ -11,8 +11,10 @@
 //!   refusal ([`store::overlap`]).
 //! - `transfer`: the decision table ([`transfer::diff::decide`]), one object's verified copy
 //!   ([`transfer::copy`], claims of the source in [`transfer::claims`], the typed
-//!   [`transfer::verification::Verification`]), the run ([`transfer::Run`]) and sync's guarded
-//!   delete phase ([`transfer::sync`]).
+//!   [`transfer::verification::Verification`]), the run ([`transfer::Run`]), a sync run with
+//!   its guarded delete phase ([`transfer::sync::run`]) and a run's price ([`transfer::cost`]).
+//! - `cli`: flags resolved once per command, one call into the engine, and presentation (the
+//!   `*_summary.rs`, progress and metrics writers); errors stay typed to the exit code.
 //! - `journal`: resume state and every SQL statement on it.
 
 pub mod bwlimit;

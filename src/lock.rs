@@ -20,9 +20,10 @@ pub enum LockError {
     Io { path: String, message: String },
 }
 
-/// The lock file of a source/destination pair in the state folder: `copy`, `exec` and `sync` of
-/// one pair share it (and the journal it sits beside), so two runs never copy the same objects
-/// at once or abort each other's multipart uploads.
+/// The lock file of a source/destination pair in the state folder, from the two stores'
+/// identities (`Store::identity`: any spelling of one place is one lock): `copy`, `exec` and
+/// `sync` of one pair share it (and the journal it sits beside), so two runs never copy the same
+/// objects at once or abort each other's multipart uploads.
 pub fn default_path(src: &str, dst: &str) -> PathBuf {
     let state = crate::journal::state_dir();
     let j = crate::journal::default_path(&state, src, dst);

@@ -61,6 +61,37 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
 ];
 
+impl Exit {
+    /// The exit code of a finished copy, exec or sync run (`deletes` for sync), by precedence:
+    /// interrupted, then credentials refused, then any failed or refused object or delete, then
+    /// a tripped delete guard.
+    pub fn of_run(
+        r: &crate::transfer::Report,
+        deletes: Option<&crate::transfer::sync::DeleteReport>,
+    ) -> Exit {
+        use crate::transfer::sync::Verdict;
+        if r.interrupted {
+            Exit::Interrupted
+        } else if r.auth_failures() > 0 {
+            Exit::Credentials
+        } else if !r.failed.is_empty()
+            || !r.refused.is_empty()
+            || deletes.is_some_and(|d| !d.failed.is_empty())
+        {
+            Exit::Partial
+        } else if deletes.is_some_and(|d| {
+            matches!(
+                d.verdict,
+                Some(Verdict::GuardTripped | Verdict::EmptySource)
+            )
+        }) {
+            Exit::DeleteGuard
+        } else {
+            Exit::Success
+        }
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(e: Exit) -> ExitCode {
         ExitCode::from(e as u8)
@@ -73,4 +104,56 @@ pub fn table_text() -> String {
         s.push_str(&format!("  {code}  {meaning}\n"));
     }
     s
+}
+
+#[cfg(test)]
+mod run_exit_tests {
+    use super::Exit;
+    use crate::store::error::StoreErrorKind;
+    use crate::transfer::Failure;
+    use crate::transfer::Report;
+    use crate::transfer::sync::{DeleteReport, Verdict};
+
+    fn failure(kind: Option<StoreErrorKind>) -> Failure {
+        Failure {
+            key: "k".into(),
+            error: "e".into(),
+            kind,
+        }
+    }
+
+    /// One case per precedence step of [`Exit::of_run`].
+    #[test]
+    fn a_runs_exit_code_follows_the_table_by_precedence() {
+        let clean = Report::default();
+        assert_eq!(Exit::of_run(&clean, None), Exit::Success);
+        let mut partial = Report::default();
+        partial.failed.push(failure(Some(StoreErrorKind::Other)));
+        assert_eq!(Exit::of_run(&partial, None), Exit::Partial);
+        let mut refused = Report::default();
+        refused.refused.push(failure(None));
+        assert_eq!(Exit::of_run(&refused, None), Exit::Partial);
+        let mut auth = partial.clone();
+        auth.failed.push(failure(Some(StoreErrorKind::Auth)));
+        assert_eq!(Exit::of_run(&auth, None), Exit::Credentials);
+        let mut stopped = auth.clone();
+        stopped.interrupted = true;
+        assert_eq!(Exit::of_run(&stopped, None), Exit::Interrupted);
+
+        let guard = DeleteReport {
+            verdict: Some(Verdict::GuardTripped),
+            ..Default::default()
+        };
+        assert_eq!(Exit::of_run(&clean, Some(&guard)), Exit::DeleteGuard);
+        let empty = DeleteReport {
+            verdict: Some(Verdict::EmptySource),
+            ..Default::default()
+        };
+        assert_eq!(Exit::of_run(&clean, Some(&empty)), Exit::DeleteGuard);
+        // A failed copy wins over the guard (the guard is moot when deletes are suppressed).
+        assert_eq!(Exit::of_run(&partial, Some(&guard)), Exit::Partial);
+        let mut delete_failed = DeleteReport::default();
+        delete_failed.failed.push(("k".into(), "e".into()));
+        assert_eq!(Exit::of_run(&clean, Some(&delete_failed)), Exit::Partial);
+    }
 }

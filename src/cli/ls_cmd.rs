@@ -20,8 +20,9 @@ pub struct LsArgs {
 
 pub fn run(remotes: &Remotes, args: LsArgs) -> Result<super::exit::Exit, CliError> {
     let store = Store::open(&args.location, remotes)?;
+    let hint = super::stores::credentials_hint(&[&store]);
     let rt = super::runtime()?;
-    rt.block_on(async move {
+    let listed = rt.block_on(async move {
         let mut stream = list(&store);
         let out = std::io::stdout();
         let mut out = std::io::BufWriter::new(out.lock());
@@ -87,7 +88,8 @@ pub fn run(remotes: &Remotes, args: LsArgs) -> Result<super::exit::Exit, CliErro
         } else {
             super::exit::Exit::Success
         })
-    })
+    });
+    listed.map_err(|e: CliError| e.naming_credentials(&hint))
 }
 
 fn io_err(e: std::io::Error) -> CliError {

@@ -2,6 +2,7 @@
 //! Every error is printed once, here, and becomes an exit code from [`exit::TABLE`].
 
 mod copy_cmd;
+mod copy_summary;
 mod docs_cmd;
 pub mod exit;
 mod ls_cmd;
@@ -14,9 +15,10 @@ mod progress;
 mod providers_cmd;
 mod remote_check;
 mod single;
-mod storage_class;
+mod status_cmd;
 pub mod stores;
 mod sync_cmd;
+mod sync_summary;
 
 use crate::catalog::{Catalog, CatalogError};
 use clap::{Args, Parser, Subcommand};
@@ -75,7 +77,7 @@ pub enum Command {
     /// summary, --json and a Prometheus --metrics-file, each run priced.
     Sync(Box<sync_cmd::SyncArgs>),
     /// Progress of a plan or copy from its journal (no store is contacted).
-    Status(copy_cmd::StatusArgs),
+    Status(status_cmd::StatusArgs),
     /// Print a shell completion script: bash, zsh, fish, elvish or powershell
     /// (e.g. `moverctl completions bash > /etc/bash_completion.d/moverctl`).
     Completions {
@@ -130,9 +132,9 @@ pub enum CliError {
     Probe(#[from] crate::probe::ProbeError),
     #[error("{0}")]
     Usage(String),
-    /// Another run holds the sync lock.
-    #[error("{0}")]
-    Locked(String),
+    /// The pair's run lock: held by another run (exit 6), or its file could not be used.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
     /// A copy or sync run that stopped (a listing failed, the journal could not be written).
     #[error(transparent)]
     Run(#[from] crate::transfer::RunError),
@@ -140,6 +142,10 @@ pub enum CliError {
     Journal(#[from] crate::journal::JournalError),
     #[error("{0}")]
     Failure(String),
+    /// A store refused the credentials: the error, and where each store's credentials came from
+    /// (named, never a value), so the user knows which variable or profile to fix.
+    #[error("{source}; {hint}")]
+    Refused { source: Box<CliError>, hint: String },
 }
 
 impl CliError {
@@ -167,19 +173,30 @@ impl CliError {
             CliError::Probe(crate::probe::ProbeError::Interrupted { .. }) => Exit::Interrupted,
             CliError::Probe(_) => Exit::Failure,
             CliError::Failure(_) => Exit::Failure,
-            CliError::Locked(_) => Exit::Locked,
+            CliError::Lock(crate::lock::LockError::Held { .. }) => Exit::Locked,
+            CliError::Lock(_) => Exit::Failure,
+            CliError::Refused { .. } => Exit::Credentials,
+        }
+    }
+
+    /// When this error means the credentials were refused (exit 4), the same error with `hint`
+    /// (see [`stores::credentials_hint`]) added; any other error unchanged.
+    pub fn naming_credentials(self, hint: &str) -> CliError {
+        if self.exit() == Exit::Credentials && !matches!(self, CliError::Refused { .. }) {
+            CliError::Refused {
+                source: Box::new(self),
+                hint: hint.to_string(),
+            }
+        } else {
+            self
         }
     }
 }
 
 /// A listing the store refused for its credentials is exit 4; any other listing failure, 1.
 fn list_exit(e: &crate::store::list::ListError) -> Exit {
-    match e {
-        crate::store::list::ListError::Store { source, .. }
-            if crate::store::is_auth_error(source) =>
-        {
-            Exit::Credentials
-        }
+    match e.kind() {
+        crate::store::error::StoreErrorKind::Auth => Exit::Credentials,
         _ => Exit::Failure,
     }
 }
@@ -262,7 +279,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Man { dir } => docs_cmd::man(&dir).map(|()| Exit::Success),
         Command::Status(args) => {
             let remotes = load_remotes()?;
-            copy_cmd::run_status(&remotes, args)
+            status_cmd::run_status(&remotes, args)
         }
     }
 }

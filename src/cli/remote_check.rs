@@ -4,7 +4,7 @@
 //! naming the known ones and the line of the file.
 
 use super::CliError;
-use super::sync_cmd::wire_class;
+use super::stores::{find_class, wire_class};
 use crate::catalog::Catalog;
 use crate::store::Kind;
 use crate::store::config::Remotes;
@@ -32,27 +32,24 @@ pub fn check(catalog: &Catalog, remotes: &Remotes) -> Result<(), CliError> {
             "local" => Kind::Local,
             _ => Kind::S3,
         };
-        if let Some(sc) = &r.storage_class {
-            let known = p.file.classes.iter().any(|c| {
-                c.id.eq_ignore_ascii_case(sc) || wire_class(kind, c).eq_ignore_ascii_case(sc)
-            });
-            if !known {
-                let list: Vec<String> = p
-                    .file
-                    .classes
-                    .iter()
-                    .map(|c| format!("{} ({})", c.id, wire_class(kind, c)))
-                    .collect();
-                return Err(remotes
-                    .invalid(
-                        &format!("remotes.{name}.storage_class"),
-                        format!(
-                            "provider {id:?} has no storage class {sc:?}; its classes: {}",
-                            list.join(", ")
-                        ),
-                    )
-                    .into());
-            }
+        if let Some(sc) = &r.storage_class
+            && find_class(p, kind, sc).is_none()
+        {
+            let list: Vec<String> = p
+                .file
+                .classes
+                .iter()
+                .map(|c| format!("{} ({})", c.id, wire_class(kind, c)))
+                .collect();
+            return Err(remotes
+                .invalid(
+                    &format!("remotes.{name}.storage_class"),
+                    format!(
+                        "provider {id:?} has no storage class {sc:?}; its classes: {}",
+                        list.join(", ")
+                    ),
+                )
+                .into());
         }
     }
     Ok(())

@@ -2,11 +2,13 @@
 //! it is (for prices, part limits and the destination's classes), and its capabilities narrowed
 //! by the catalog and by a saved probe of the location.
 
-use crate::catalog::{Catalog, Provider, Tristate};
+use super::CliError;
+use crate::catalog::{Catalog, Provider, StorageClass, Tristate};
 use crate::probe::{ProbeReport, Status};
-use crate::store::Store;
 use crate::store::caps::Capabilities;
+use crate::store::config::Remotes;
 use crate::store::location::Location;
+use crate::store::{Kind, Store};
 
 /// The catalog provider of a store: its remote's `provider`, else what the URL implies when no
 /// custom endpoint is involved (`s3://` is AWS, `gs://` Google Cloud, `az://` Azure), else none.
@@ -68,4 +70,127 @@ pub fn apply_probe(caps: &mut Capabilities, r: &ProbeReport) {
         status(r.status("content_md5_checked")),
         status(r.status("user_metadata")),
     );
+}
+
+/// Where each cloud store's credentials came from, for a message about refused credentials:
+/// `credentials in use: garage:b/p from the environment variables K and S (…)`. Names only.
+pub fn credentials_hint(stores: &[&Store]) -> String {
+    let parts: Vec<String> = stores
+        .iter()
+        .filter(|s| !matches!(s.kind, Kind::Local | Kind::Memory))
+        .map(|s| format!("{} from {}", s.shown(), s.credentials))
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("credentials in use: {}", parts.join("; "))
+    }
+}
+
+/// The region a store's remote names, if any (for pricing; an unknown region falls back to the
+/// provider's default where it is used).
+pub fn region_of(remotes: &Remotes, store: &Store) -> Option<String> {
+    match &store.location {
+        Location::S3 { remote, .. }
+        | Location::Gcs { remote, .. }
+        | Location::Azure { remote, .. } => remote
+            .as_deref()
+            .and_then(|r| remotes.get(r))
+            .and_then(|r| r.region.clone()),
+        _ => None,
+    }
+}
+
+/// The name a store's API expects for a catalog class: the provider file's `wire_name` when it
+/// has one, else S3/GCS the id in upper case with `_` (`GLACIER_IR`, `NEARLINE`), Azure access
+/// tiers the id with a capital first letter (`Cool`).
+pub fn wire_class(kind: Kind, class: &StorageClass) -> String {
+    if let Some(w) = &class.wire_name {
+        return w.clone();
+    }
+    let c = &class.id;
+    match kind {
+        Kind::Azure => {
+            let mut ch = c.chars();
+            ch.next()
+                .map(|f| f.to_uppercase().chain(ch).collect())
+                .unwrap_or_default()
+        }
+        _ => c.to_uppercase().replace('-', "_"),
+    }
+}
+
+/// A class name as given (catalog id or API name) matched against a provider's classes.
+pub fn find_class<'p>(p: &'p Provider, kind: Kind, given: &str) -> Option<&'p StorageClass> {
+    p.file.classes.iter().find(|c| {
+        c.id.eq_ignore_ascii_case(given) || wire_class(kind, c).eq_ignore_ascii_case(given)
+    })
+}
+
+/// Sets the class a destination writes: `given` (a `--storage-class` flag) checked against the
+/// catalog provider's classes, else the remote's `storage_class`. Returns the catalog class id
+/// the writes are priced as, when the catalog knows it. A class for a store without classes, or
+/// one its provider does not have, is a usage error listing the known ones.
+pub fn resolve_storage_class(
+    catalog: &Catalog,
+    dst: &mut Store,
+    given: Option<&str>,
+) -> Result<Option<String>, CliError> {
+    let provider = provider_of(catalog, dst);
+    let Some(given) = given else {
+        return Ok(match (provider, &dst.storage_class) {
+            (Some(p), Some(sc)) => find_class(p, dst.kind, sc).map(|c| c.id.clone()),
+            _ => None,
+        });
+    };
+    if matches!(dst.kind, Kind::Local | Kind::Memory) {
+        return Err(CliError::Usage(format!(
+            "--storage-class {given}: {} is a {} store, which has no storage classes",
+            dst.shown(),
+            dst.kind.as_str()
+        )));
+    }
+    let Some(p) = provider else {
+        // No catalog entry to check against: sent as given.
+        dst.storage_class = Some(given.to_string());
+        return Ok(None);
+    };
+    let c = find_class(p, dst.kind, given).ok_or_else(|| {
+        CliError::Usage(format!(
+            "--storage-class {given}: {} has no such class; known: {}",
+            p.file.id,
+            p.file
+                .classes
+                .iter()
+                .map(|c| format!("{} ({})", c.id, wire_class(dst.kind, c)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    dst.storage_class = Some(wire_class(dst.kind, c));
+    Ok(Some(c.id.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_classes_map_to_the_names_each_api_expects() {
+        let catalog = Catalog::embedded().unwrap();
+        let wire = |kind, provider: &str, class: &str| {
+            let p = catalog.get(provider).unwrap();
+            let c = p.file.classes.iter().find(|c| c.id == class).unwrap();
+            wire_class(kind, c)
+        };
+        assert_eq!(wire(Kind::S3, "aws", "glacier-ir"), "GLACIER_IR");
+        // These two come from the provider files' wire_name.
+        assert_eq!(wire(Kind::S3, "aws", "glacier-flexible"), "GLACIER");
+        assert_eq!(
+            wire(Kind::S3, "cloudflare-r2", "infrequent-access"),
+            "STANDARD_IA"
+        );
+        assert_eq!(wire(Kind::Azure, "azure", "cool"), "Cool");
+        assert_eq!(wire(Kind::Gcs, "gcp", "nearline"), "NEARLINE");
+    }
 }

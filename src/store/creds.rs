@@ -56,12 +56,15 @@ pub struct S3Resolved {
     pub creds: S3Creds,
     /// Region from the profile, when the profile has one.
     pub profile_region: Option<String>,
+    /// Where the credentials came from, named (variables, profile, role), never a value.
+    pub from: String,
 }
 
 pub fn s3(location: &str, remote: Option<&Remote>) -> Result<S3Resolved, MissingCredentials> {
     let none = S3Resolved {
         creds: S3Creds::Anonymous,
         profile_region: None,
+        from: "none (the remote says anonymous = true)".into(),
     };
     if let Some(r) = remote {
         if r.anonymous {
@@ -85,6 +88,9 @@ pub fn s3(location: &str, remote: Option<&Remote>) -> Result<S3Resolved, Missing
             return Ok(S3Resolved {
                 creds: S3Creds::Static(keys),
                 profile_region: None,
+                from: format!(
+                    "the environment variables {k} and {s} (the remote's access_key_id_env and secret_access_key_env)"
+                ),
             });
         }
         if let Some(p) = &r.profile {
@@ -100,6 +106,7 @@ pub fn s3(location: &str, remote: Option<&Remote>) -> Result<S3Resolved, Missing
         return Ok(S3Resolved {
             creds: S3Creds::Static(keys),
             profile_region: None,
+            from: "the environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".into(),
         });
     }
     if env("AWS_ACCESS_KEY_ID").is_some() {
@@ -132,6 +139,11 @@ pub fn s3(location: &str, remote: Option<&Remote>) -> Result<S3Resolved, Missing
         return Ok(S3Resolved {
             creds: S3Creds::Delegated(delegated),
             profile_region: None,
+            from: if web {
+                "a web identity token (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN)".into()
+            } else {
+                "container credentials (AWS_CONTAINER_CREDENTIALS_*)".into()
+            },
         });
     }
     if shared_profile_exists("default") {
@@ -143,6 +155,7 @@ pub fn s3(location: &str, remote: Option<&Remote>) -> Result<S3Resolved, Missing
         return Ok(S3Resolved {
             creds: S3Creds::Instance,
             profile_region: None,
+            from: "the EC2 instance role (instance metadata)".into(),
         });
     }
     Err(MissingCredentials {
@@ -251,6 +264,12 @@ fn profile(location: &str, name: &str) -> Result<S3Resolved, MissingCredentials>
                 token: fields.get("aws_session_token").cloned(),
             }),
             profile_region: fields.get("region").cloned(),
+            from: format!(
+                "AWS profile {name:?} ({})",
+                credentials_file()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ),
         }),
         _ => Err(MissingCredentials {
             location: location.into(),
@@ -263,14 +282,24 @@ fn profile(location: &str, name: &str) -> Result<S3Resolved, MissingCredentials>
 
 /// GCS: a service-account file from the remote, `GOOGLE_SERVICE_ACCOUNT`,
 /// `GOOGLE_APPLICATION_CREDENTIALS`, or the gcloud application-default file.
-pub fn gcs(location: &str, remote: Option<&Remote>) -> Result<Option<PathBuf>, MissingCredentials> {
+/// Returns the file (none for anonymous access) and where it was named, never a value.
+pub fn gcs(
+    location: &str,
+    remote: Option<&Remote>,
+) -> Result<(Option<PathBuf>, String), MissingCredentials> {
     if let Some(r) = remote {
         if r.anonymous {
-            return Ok(None);
+            return Ok((None, "none (the remote says anonymous = true)".into()));
         }
         if let Some(v) = &r.service_account_path_env {
-            return need_env(location, "service_account_path_env", v)
-                .map(|p| Some(PathBuf::from(p)));
+            return need_env(location, "service_account_path_env", v).map(|p| {
+                (
+                    Some(PathBuf::from(p)),
+                    format!(
+                        "the service-account file named by {v} (the remote's service_account_path_env)"
+                    ),
+                )
+            });
         }
     }
     for v in [
@@ -279,13 +308,17 @@ pub fn gcs(location: &str, remote: Option<&Remote>) -> Result<Option<PathBuf>, M
         "GOOGLE_APPLICATION_CREDENTIALS",
     ] {
         if let Some(p) = env(v) {
-            return Ok(Some(PathBuf::from(p)));
+            return Ok((
+                Some(PathBuf::from(p)),
+                format!("the service-account file named by {v}"),
+            ));
         }
     }
     let adc = std::env::var_os("HOME")
         .map(|h| PathBuf::from(h).join(".config/gcloud/application_default_credentials.json"));
     if let Some(a) = adc.filter(|a| a.exists()) {
-        return Ok(Some(a));
+        let from = format!("gcloud's application-default credentials ({})", a.display());
+        return Ok((Some(a), from));
     }
     Err(MissingCredentials {
         location: location.into(),
@@ -302,31 +335,42 @@ pub enum AzureCreds {
     Anonymous,
 }
 
+/// Returns the account, the credential and where it was named (never a value).
 pub fn azure(
     location: &str,
     remote: Option<&Remote>,
-) -> Result<(Option<String>, AzureCreds), MissingCredentials> {
+) -> Result<(Option<String>, AzureCreds, String), MissingCredentials> {
     let account = remote
         .and_then(|r| r.account.clone())
         .or_else(|| env("AZURE_STORAGE_ACCOUNT_NAME"))
         .or_else(|| env("AZURE_STORAGE_ACCOUNT"));
     if let Some(r) = remote {
         if r.anonymous {
-            return Ok((account, AzureCreds::Anonymous));
+            return Ok((
+                account,
+                AzureCreds::Anonymous,
+                "none (the remote says anonymous = true)".into(),
+            ));
         }
         if r.use_emulator && r.account_key_env.is_none() && r.sas_token_env.is_none() {
-            return Ok((account, AzureCreds::Emulator));
+            return Ok((
+                account,
+                AzureCreds::Emulator,
+                "the storage emulator's well-known key (the remote's use_emulator)".into(),
+            ));
         }
         if let Some(k) = &r.account_key_env {
             return Ok((
                 account,
                 AzureCreds::Key(need_env(location, "account_key_env", k)?),
+                format!("the environment variable {k} (the remote's account_key_env)"),
             ));
         }
         if let Some(s) = &r.sas_token_env {
             return Ok((
                 account,
                 AzureCreds::Sas(need_env(location, "sas_token_env", s)?),
+                format!("the environment variable {s} (the remote's sas_token_env)"),
             ));
         }
     }
@@ -336,11 +380,23 @@ pub fn azure(
             hint: "set AZURE_STORAGE_ACCOUNT_NAME (and AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN), or name them in a remote".into(),
         });
     }
-    if let Some(k) = env("AZURE_STORAGE_ACCOUNT_KEY").or_else(|| env("AZURE_STORAGE_ACCESS_KEY")) {
-        return Ok((account, AzureCreds::Key(k)));
+    for v in ["AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY"] {
+        if let Some(k) = env(v) {
+            return Ok((
+                account,
+                AzureCreds::Key(k),
+                format!("the environment variable {v}"),
+            ));
+        }
     }
-    if let Some(s) = env("AZURE_STORAGE_SAS_TOKEN").or_else(|| env("AZURE_STORAGE_SAS_KEY")) {
-        return Ok((account, AzureCreds::Sas(s)));
+    for v in ["AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_SAS_KEY"] {
+        if let Some(t) = env(v) {
+            return Ok((
+                account,
+                AzureCreds::Sas(t),
+                format!("the environment variable {v}"),
+            ));
+        }
     }
     Err(MissingCredentials {
         location: location.into(),

@@ -26,6 +26,7 @@
 //! Every store's order is checked: a key that is not greater than the one before ends the
 //! listing with [`ListError::Unsorted`], because everything downstream merge-joins sorted streams.
 
+use super::error::StoreErrorKind;
 use super::s3list::{Page, PageError, RawEntry, S3Pages};
 use super::{Kind, Store, retry};
 use chrono::{DateTime, Utc};
@@ -79,7 +80,12 @@ pub enum ListError {
     /// The store's answers cannot be made into a complete listing: a request that kept failing
     /// or was refused, or an answer that cannot be continued or contradicts the request.
     #[error("listing {location}: {message}")]
-    Broken { location: String, message: String },
+    Broken {
+        location: String,
+        /// The last HTTP status the store answered with, when it answered at all.
+        status: Option<u16>,
+        message: String,
+    },
     #[error(
         "listing {location} is not in key order ({prev:?} came before {key:?}); moverctl needs sorted listings (S3 Express directory buckets and some S3-compatible stores do not sort)"
     )]
@@ -88,6 +94,20 @@ pub enum ListError {
         prev: String,
         key: String,
     },
+}
+
+impl ListError {
+    /// What the failure means for the run, from the error's values (never its text): a store's
+    /// typed error by [`StoreErrorKind::of`], a broken listing by its last HTTP status.
+    pub fn kind(&self) -> StoreErrorKind {
+        match self {
+            ListError::Store { source, .. } => StoreErrorKind::of(source),
+            ListError::Broken {
+                status: Some(s), ..
+            } => StoreErrorKind::of_status(*s).unwrap_or(StoreErrorKind::Other),
+            _ => StoreErrorKind::Other,
+        }
+    }
 }
 
 /// The refused key named by an object_store path error, if that is what the error is.
@@ -323,14 +343,19 @@ fn s3_listing(
                             location: st.location.clone(),
                             source,
                         },
-                        PageError::Denied(message) => ListError::Store {
+                        PageError::Denied(answer) => ListError::Store {
                             location: st.location.clone(),
                             source: object_store::Error::PermissionDenied {
                                 path: st.prefix.clone(),
-                                source: message.into(),
+                                source: Box::new(answer),
                             },
                         },
-                        PageError::Failed(message) => st.broken(message),
+                        // The last status stays a value (see `ListError::kind`).
+                        PageError::Failed { status, message } => ListError::Broken {
+                            location: st.location.clone(),
+                            status,
+                            message,
+                        },
                     };
                     return Some((Err(err), st));
                 }
@@ -344,6 +369,7 @@ impl S3State {
     fn broken(&self, message: String) -> ListError {
         ListError::Broken {
             location: self.location.clone(),
+            status: None,
             message,
         }
     }
@@ -524,6 +550,7 @@ impl PageState {
     fn fail(&mut self, message: String) {
         self.buffer.push_back(Err(ListError::Broken {
             location: self.store.shown(),
+            status: None,
             message,
         }));
         self.done = true;

@@ -81,6 +81,12 @@ pub struct Store {
     pub s3_anonymous: bool,
     /// What this store does for integrity (see [`caps`]): the executor reads this, never `kind`.
     pub caps: caps::Capabilities,
+    /// What this store is, however it was spelled ([`overlap::identity`]): journals and locks
+    /// are keyed by it.
+    pub identity: String,
+    /// Where this store's credentials came from, named for messages ("the environment variables
+    /// K and S (the remote's …)", "AWS profile \"prod\" (…)"), never a value.
+    pub credentials: String,
     /// Set when the store is used for one object only (`copy FILE DST`): see [`SingleKey`].
     pub single: Option<SingleKey>,
 }
@@ -228,10 +234,21 @@ pub fn build_s3(
     remote: Option<&Remote>,
     observer: Arc<http::Observer>,
 ) -> Result<Arc<object_store::aws::AmazonS3>, OpenError> {
+    build_s3_described(loc, bucket, remote, observer).map(|(s, _)| s)
+}
+
+/// [`build_s3`], and where its credentials came from (named, never a value).
+fn build_s3_described(
+    loc: &Location,
+    bucket: &str,
+    remote: Option<&Remote>,
+    observer: Arc<http::Observer>,
+) -> Result<(Arc<object_store::aws::AmazonS3>, String), OpenError> {
     let shown = loc.shown();
     let provider = remote.and_then(|r| r.provider.clone());
     let endpoint = s3_endpoint_with(remote, &shown, &process_env)?;
     let resolved = creds::s3(&shown, remote)?;
+    let from = resolved.from.clone();
     let region = remote
         .and_then(|r| r.region.clone())
         .or_else(|| std::env::var("AWS_REGION").ok())
@@ -297,7 +314,7 @@ pub fn build_s3(
                 })))
         }
     };
-    Ok(Arc::new(b.build().map_err(|e| build_err(loc, e))?))
+    Ok((Arc::new(b.build().map_err(|e| build_err(loc, e))?), from))
 }
 
 /// The remote a location names, if any.
@@ -308,6 +325,12 @@ pub fn remote_of<'r>(loc: &Location, remotes: &'r Remotes) -> Option<&'r Remote>
         | Location::Azure { remote, .. } => remote.as_deref().and_then(|r| remotes.get(r)),
         _ => None,
     }
+}
+
+/// The identity of a location as given (see [`overlap::identity`]), without opening it.
+pub fn identity_of(given: &str, remotes: &Remotes) -> Result<String, OpenError> {
+    let loc = Location::parse(given, remotes)?;
+    overlap::identity(&loc, remote_of(&loc, remotes))
 }
 
 impl Store {
@@ -349,13 +372,14 @@ impl Store {
         role: Role,
     ) -> Result<Store, OpenError> {
         let shown = loc.shown();
+        let identity = overlap::identity(&loc, remote)?;
         let provider = remote.and_then(|r| r.provider.clone());
         let storage_class = remote.and_then(|r| r.storage_class.clone());
         let prefix = loc.prefix().to_string();
         let observer = Arc::new(http::Observer::default());
         match &loc {
             Location::S3 { bucket, .. } => {
-                let s = build_s3(&loc, bucket, remote, observer.clone())?;
+                let (s, credentials) = build_s3_described(&loc, bucket, remote, observer.clone())?;
                 // The only way `creds::s3` resolves to anonymous access.
                 let s3_anonymous = remote.is_some_and(|r| r.anonymous);
                 Ok(Store {
@@ -373,11 +397,13 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::S3),
                     s3_anonymous,
+                    credentials,
+                    identity: identity.clone(),
                     single: None,
                 })
             }
             Location::Gcs { bucket, .. } => {
-                let sa = creds::gcs(&shown, remote)?;
+                let (sa, credentials) = creds::gcs(&shown, remote)?;
                 let mut b = GoogleCloudStorageBuilder::new()
                     .with_bucket_name(bucket)
                     .with_client_options(client_options(true))
@@ -410,11 +436,13 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Gcs),
                     s3_anonymous: false,
+                    credentials,
+                    identity: identity.clone(),
                     single: None,
                 })
             }
             Location::Azure { container, .. } => {
-                let (account, c) = creds::azure(&shown, remote)?;
+                let (account, c, credentials) = creds::azure(&shown, remote)?;
                 let endpoint = remote_endpoint(remote, &shown)?;
                 let allow_http = remote.and_then(|r| r.allow_http).unwrap_or_else(|| {
                     endpoint
@@ -464,6 +492,8 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Azure),
                     s3_anonymous: false,
+                    credentials,
+                    identity: identity.clone(),
                     single: None,
                 })
             }
@@ -496,6 +526,8 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Local),
                     s3_anonymous: false,
+                    credentials: "none needed (a local folder)".into(),
+                    identity: identity.clone(),
                     single: None,
                 })
             }
@@ -516,6 +548,8 @@ impl Store {
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Memory),
                     s3_anonymous: false,
+                    credentials: "none needed (in memory)".into(),
+                    identity: identity.clone(),
                     single: None,
                 })
             }

@@ -36,6 +36,29 @@ pub enum Scope {
     Private,
 }
 
+impl Scope {
+    /// One string per place, whatever spelling reached it: `s3 http://127.0.0.1:3900 bucket b
+    /// prefix train/`, `local /abs/canonical/path`. Journals and locks are keyed by it, so `data`,
+    /// `./data` and `/abs/data/` find the same journal and the same lock.
+    pub fn identity(&self, shown: &str) -> String {
+        match self {
+            Scope::Keys {
+                service,
+                bucket,
+                prefix,
+            } => format!("{service} bucket {bucket} prefix {prefix}"),
+            Scope::Folder(p) => format!("local {}", p.display()),
+            Scope::Private => format!("memory {shown}"),
+        }
+    }
+}
+
+/// The identity of a location (see [`Scope::identity`]), resolving remotes and the endpoint
+/// variables of this process.
+pub fn identity(loc: &Location, remote: Option<&Remote>) -> Result<String, OpenError> {
+    Ok(scope_with_env(loc, remote, &process_env)?.identity(&loc.shown()))
+}
+
 /// How a destination's scope relates to its source's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Relation {

@@ -14,6 +14,7 @@
 //! Presigned URLs carry a signature: they are never printed (reqwest errors are shown without
 //! their URL).
 
+use super::error::HttpStatus;
 use super::http::Observer;
 use super::retry::{Backoff, retryable_status};
 use chrono::{DateTime, Utc};
@@ -48,14 +49,22 @@ pub enum PageError {
     /// The request could not be signed (credentials could not be loaded).
     Sign(object_store::Error),
     /// 401 / 403: the credentials are wrong or not allowed to list.
-    Denied(String),
-    /// Any other failure, after retries where retrying could help.
-    Failed(String),
+    Denied(HttpStatus),
+    /// Any other failure, after retries where retrying could help; with the last HTTP status
+    /// when the store answered at all.
+    Failed {
+        status: Option<u16>,
+        message: String,
+    },
 }
 
 enum Attempt {
-    Retry(String),
+    Retry { status: Option<u16>, why: String },
     Stop(PageError),
+}
+
+fn retry(why: String) -> Attempt {
+    Attempt::Retry { status: None, why }
 }
 
 /// Drops the `X-Amz-*` query of a presigned URL: for anonymous access (a public bucket), where
@@ -145,17 +154,20 @@ impl S3Pages {
         let mut backoff = Backoff::with_window(self.window);
         loop {
             requests.fetch_add(1, Relaxed);
-            let why = match self.attempt(token).await {
+            let (status, why) = match self.attempt(token).await {
                 Ok(p) => return Ok(p),
                 Err(Attempt::Stop(e)) => return Err(e),
-                Err(Attempt::Retry(why)) => why,
+                Err(Attempt::Retry { status, why }) => (status, why),
             };
             if !backoff.wait().await {
-                return Err(PageError::Failed(format!(
-                    "{why} (still failing after {} retries over {:.1?}; the window is --retry-timeout)",
-                    backoff.retries(),
-                    backoff.elapsed()
-                )));
+                return Err(PageError::Failed {
+                    status,
+                    message: format!(
+                        "{why} (still failing after {} retries over {:.1?}; the window is --retry-timeout)",
+                        backoff.retries(),
+                        backoff.elapsed()
+                    ),
+                });
             }
         }
     }
@@ -166,7 +178,7 @@ impl S3Pages {
             .await
             .map_err(|e| Attempt::Stop(PageError::Sign(e)))?;
         let resp = self.client.get(url).send().await.map_err(|e| {
-            Attempt::Retry(format!(
+            retry(format!(
                 "the LIST request failed: {}",
                 chain(&e.without_url())
             ))
@@ -178,21 +190,29 @@ impl S3Pages {
             let detail = body.ok().map(|b| s3_error(&b)).unwrap_or_default();
             let why = format!("the store answered LIST with {status}{detail}");
             return Err(if retryable_status(status) {
-                Attempt::Retry(why)
+                Attempt::Retry {
+                    status: Some(status),
+                    why,
+                }
             } else if status == 401 || status == 403 {
-                Attempt::Stop(PageError::Denied(why))
+                Attempt::Stop(PageError::Denied(HttpStatus {
+                    status,
+                    message: why,
+                }))
             } else {
-                Attempt::Stop(PageError::Failed(why))
+                Attempt::Stop(PageError::Failed {
+                    status: Some(status),
+                    message: why,
+                })
             });
         }
         let body = body.map_err(|e| {
-            Attempt::Retry(format!(
+            retry(format!(
                 "the LIST answer broke off: {}",
                 chain(&e.without_url())
             ))
         })?;
-        parse(&body)
-            .map_err(|m| Attempt::Retry(format!("the LIST answer is not a complete listing: {m}")))
+        parse(&body).map_err(|m| retry(format!("the LIST answer is not a complete listing: {m}")))
     }
 }
 

@@ -923,6 +923,151 @@ async fn resume_or_start(
     Ok((id, done))
 }
 
+/// What every part upload of one object shares.
+struct PartUpload<'a> {
+    mp: &'a Arc<dyn object_store::multipart::MultipartStore>,
+    path: &'a object_store::path::Path,
+    id: &'a String,
+    src: &'a Entry,
+    /// Parts are hashed in order after upload (whole-object MD5), so their bytes are kept.
+    keep_for_hash: bool,
+    /// The destination answers each block with its MD5 (Azure): compared with what was sent.
+    block_md5: bool,
+    /// The destination keeps a CRC32C of the whole object (GCS): one is computed per part.
+    want_crc32c: bool,
+    /// Set when a block's answer carried no MD5 (the object is then checked another way).
+    blocks_unchecked: &'a std::sync::atomic::AtomicBool,
+}
+
+/// A part's bytes kept for the in-order hash, with the buffer permit they hold until hashed.
+type KeptPart = (Vec<Bytes>, tokio::sync::OwnedSemaphorePermit);
+
+/// Adds `bytes` to the in-flight progress of `key`.
+fn progress_in_flight(ctx: &Ctx, key: &str, bytes: u64) {
+    if let Some(e) = ctx
+        .counters
+        .in_flight
+        .lock()
+        .expect("progress lock")
+        .get_mut(key)
+    {
+        e.0 += bytes;
+    }
+}
+
+/// One part: read (from the shared splitter, `got`, or by its own ranged GET), reused when an
+/// earlier attempt journaled the same bytes (`prior`), else uploaded (checked against the
+/// block MD5 the store answers with, where it does) and journaled.
+async fn upload_part(
+    ctx: &Ctx,
+    up: &PartUpload<'_>,
+    idx: usize,
+    range: Range<u64>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    got: Option<Result<(Vec<Bytes>, Digests), CopyError>>,
+    prior: Option<PartRecord>,
+) -> Result<(PartRecord, Option<KeptPart>, Option<u32>), CopyError> {
+    let (chunks, d) = match got {
+        Some(r) => r?,
+        None => fetch(ctx, up.src, range, true, None).await?,
+    };
+    let c32 = up
+        .want_crc32c
+        .then(|| checksum::crc32c_of(chunks.iter().map(|c| &c[..])));
+    if let Some(p) = prior
+        && p.size == d.bytes
+        && p.crc64 == checksum::crc64_hex(d.crc64)
+        && p.md5.as_deref().and_then(checksum::etag_md5) == d.md5
+    {
+        ctx.counters.resumed_parts.fetch_add(1, Relaxed);
+        progress_in_flight(ctx, &up.src.key, d.bytes);
+        let keep = up.keep_for_hash.then_some((chunks, permit));
+        return Ok((p, keep, c32));
+    }
+    ctx.limits.take_bytes(d.bytes).await;
+    ctx.limits.take_request().await;
+    ctx.counters.put.fetch_add(1, Relaxed);
+    let keep_chunks = up.keep_for_hash.then(|| chunks.clone());
+    let cap = Capture::sending_md5(d.md5);
+    let part_id = cap
+        .scope(
+            up.mp
+                .put_part(up.path, up.id, idx, PutPayload::from_iter(chunks)),
+        )
+        .await
+        .map_err(store_err("uploading a part"))?;
+    if up.block_md5 {
+        match cap.take().and_then(|h| h.whole_md5(false)) {
+            Some(m) if Some(m) != d.md5 => {
+                // The block is not committed; the retry uploads this object again.
+                return Err(CopyError::Mismatch(format!(
+                    "part {} was received with a different MD5 than sent",
+                    idx + 1
+                )));
+            }
+            Some(_) => {}
+            None => up.blocks_unchecked.store(true, Relaxed),
+        }
+    }
+    ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
+    progress_in_flight(ctx, &up.src.key, d.bytes);
+    let rec = PartRecord {
+        idx: idx as u32,
+        content_id: part_id.content_id,
+        crc64: checksum::crc64_hex(d.crc64),
+        md5: d.md5.map(|m| checksum::hex(&m)),
+        size: d.bytes,
+    };
+    if let Some(j) = &ctx.journal {
+        j.lock()
+            .expect("journal lock")
+            .put_part(&up.src.key, &rec)?;
+    }
+    Ok((rec, keep_chunks.map(|c| (c, permit)), c32))
+}
+
+/// The parts of one object in order, folded into what completion and verification need.
+struct Assembly {
+    part_ids: Vec<PartId>,
+    md5s: Vec<Option<[u8; 16]>>,
+    crc64: u64,
+    crc32c: Option<u32>,
+    started: bool,
+}
+
+impl Assembly {
+    fn with_capacity(parts: usize) -> Assembly {
+        Assembly {
+            part_ids: Vec::with_capacity(parts),
+            md5s: Vec::with_capacity(parts),
+            crc64: 0,
+            crc32c: None,
+            started: false,
+        }
+    }
+
+    fn add(&mut self, rec: PartRecord, c32: Option<u32>) {
+        let part_crc = u64::from_str_radix(&rec.crc64, 16).unwrap_or(0);
+        self.crc64 = if self.started {
+            checksum::crc64_combine(self.crc64, part_crc, rec.size)
+        } else {
+            part_crc
+        };
+        self.started = true;
+        if let Some(p) = c32 {
+            self.crc32c = Some(match self.crc32c {
+                None => p,
+                Some(c) => checksum::crc32c_combine(c, p, rec.size),
+            });
+        }
+        self.md5s
+            .push(rec.md5.as_deref().and_then(checksum::etag_md5));
+        self.part_ids.push(PartId {
+            content_id: rec.content_id,
+        });
+    }
+}
+
 async fn copy_multipart(
     ctx: &Ctx,
     src: &Entry,
@@ -1004,93 +1149,27 @@ async fn copy_multipart(
             }
         })
         .boxed();
+    let up = PartUpload {
+        mp: &mp,
+        path: &path,
+        id: &id,
+        src,
+        keep_for_hash: need_whole_md5 && !sequential,
+        block_md5,
+        want_crc32c,
+        blocks_unchecked,
+    };
     let part_futs = reads.map(|(idx, range, permit, got)| {
-        let prior = done[idx].clone();
-        let mp = mp.clone();
-        let path = path.clone();
-        let id = id.clone();
-        async move {
-            let _permit = permit;
-            let (chunks, d) = match got {
-                Some(r) => r?,
-                None => fetch(ctx, src, range.clone(), true, None).await?,
-            };
-            let c32 = want_crc32c.then(|| checksum::crc32c_of(chunks.iter().map(|c| &c[..])));
-            if let Some(p) = prior
-                && p.size == d.bytes
-                && p.crc64 == checksum::crc64_hex(d.crc64)
-                && p.md5.as_deref().and_then(checksum::etag_md5) == d.md5
-            {
-                ctx.counters.resumed_parts.fetch_add(1, Relaxed);
-                if let Some(e) = ctx
-                    .counters
-                    .in_flight
-                    .lock()
-                    .expect("progress lock")
-                    .get_mut(&src.key)
-                {
-                    e.0 += d.bytes;
-                }
-                let keep = (need_whole_md5 && !sequential).then_some((chunks, _permit));
-                return Ok::<_, CopyError>((idx, p, keep, c32));
-            }
-            ctx.limits.take_bytes(d.bytes).await;
-            ctx.limits.take_request().await;
-            ctx.counters.put.fetch_add(1, Relaxed);
-            let keep_chunks = (need_whole_md5 && !sequential).then(|| chunks.clone());
-            let cap = Capture::sending_md5(d.md5);
-            let part_id = cap
-                .scope(mp.put_part(&path, &id, idx, PutPayload::from_iter(chunks)))
-                .await
-                .map_err(store_err("uploading a part"))?;
-            if block_md5 {
-                match cap.take().and_then(|h| h.whole_md5(false)) {
-                    Some(m) if Some(m) != d.md5 => {
-                        // The block is not committed; the retry uploads this object again.
-                        return Err(CopyError::Mismatch(format!(
-                            "part {} was received with a different MD5 than sent",
-                            idx + 1
-                        )));
-                    }
-                    Some(_) => {}
-                    None => blocks_unchecked.store(true, Relaxed),
-                }
-            }
-            ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
-            if let Some(e) = ctx
-                .counters
-                .in_flight
-                .lock()
-                .expect("progress lock")
-                .get_mut(&src.key)
-            {
-                e.0 += d.bytes;
-            }
-            let rec = PartRecord {
-                idx: idx as u32,
-                content_id: part_id.content_id,
-                crc64: checksum::crc64_hex(d.crc64),
-                md5: d.md5.map(|m| checksum::hex(&m)),
-                size: d.bytes,
-            };
-            if let Some(j) = &ctx.journal {
-                j.lock().expect("journal lock").put_part(&src.key, &rec)?;
-            }
-            // Chunks kept for the in-order hash keep their buffer permit until hashed.
-            Ok((idx, rec, keep_chunks.map(|c| (c, _permit)), c32))
-        }
+        upload_part(ctx, &up, idx, range, permit, got, done[idx].clone())
     });
     let mut stream = part_futs
         .boxed()
         .buffered(ctx.opts.part_concurrency.max(1))
         .boxed();
-    let mut part_ids = Vec::with_capacity(parts as usize);
-    let mut md5s = Vec::with_capacity(parts as usize);
-    let mut crc: Option<u64> = None;
-    let mut crc32c: Option<u32> = None;
+    let mut acc = Assembly::with_capacity(parts as usize);
     let mut whole = (need_whole_md5 && !sequential).then(|| InOrder::new(&claims));
     while let Some(r) = stream.next().await {
-        let (_, rec, keep, c32) = match r {
+        let (rec, keep, c32) = match r {
             Ok(v) => v,
             Err(e) => {
                 if matches!(e, CopyError::SourceChanged) {
@@ -1103,26 +1182,12 @@ async fn copy_multipart(
                 return Err(e);
             }
         };
-        let part_crc = u64::from_str_radix(&rec.crc64, 16).unwrap_or(0);
-        crc = Some(match crc {
-            None => part_crc,
-            Some(c) => checksum::crc64_combine(c, part_crc, rec.size),
-        });
-        if let Some(p) = c32 {
-            crc32c = Some(match crc32c {
-                None => p,
-                Some(c) => checksum::crc32c_combine(c, p, rec.size),
-            });
-        }
         if let (Some(w), Some((chunks, _permit))) = (whole.as_mut(), keep) {
             for c in &chunks {
                 w.update(c);
             }
         }
-        md5s.push(rec.md5.as_deref().and_then(checksum::etag_md5));
-        part_ids.push(PartId {
-            content_id: rec.content_id,
-        });
+        acc.add(rec, c32);
     }
     drop(stream);
     let ordered = match whole {
@@ -1139,7 +1204,8 @@ async fn copy_multipart(
     let (claims, ordered) = match same_layout {
         Some(etag) => {
             let mut o = ordered.unwrap_or_default();
-            o.parts_etag = md5s
+            o.parts_etag = acc
+                .md5s
                 .iter()
                 .cloned()
                 .collect::<Option<Vec<_>>>()
@@ -1152,15 +1218,14 @@ async fn copy_multipart(
         }
         None => (claims, ordered),
     };
-    let read_side = match check_source(ctx, src, &claims, crc.unwrap_or(0), ordered.as_ref()).await
-    {
+    let read_side = match check_source(ctx, src, &claims, acc.crc64, ordered.as_ref()).await {
         Ok(l) => l,
         Err(e) => {
             abandon(ctx, &mp, &path, &id, &src.key, false).await;
             return Err(e);
         }
     };
-    let crc = crc.unwrap_or(0);
+    let crc = acc.crc64;
     let blocks_checked = block_md5 && !blocks_unchecked.load(Relaxed);
     let (res, write_side) = complete_and_verify(
         ctx,
@@ -1168,9 +1233,9 @@ async fn copy_multipart(
         &path,
         &id,
         src,
-        part_ids,
-        &md5s,
-        (crc, crc32c),
+        acc.part_ids,
+        &acc.md5s,
+        (crc, acc.crc32c),
         blocks_checked,
     )
     .await?;

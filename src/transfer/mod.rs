@@ -10,6 +10,7 @@
 
 pub mod claims;
 pub mod copy;
+pub mod cost;
 pub mod diff;
 pub mod filter;
 pub mod sync;

@@ -118,6 +118,7 @@ fn a_wrong_secret_is_exit_4_and_never_printed() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(text(&o).contains("MOVERCTL_TEST_S3_SECRET"), "{}", text(&o));
     assert!(!text(&o).contains(wrong), "{}", text(&o));
     assert!(!text(&o).contains(&s.secret));
 }
@@ -210,11 +211,16 @@ fn ls_of_a_local_folder_reports_refused_names_with_exit_3() {
 
 const WRONG: &str = "1111111111111111111111111111111111111111111111111111111111111111";
 
-/// A refused run says exit 4, names the remote (the locations) and prints no secret.
+/// A refused run says exit 4, names the remote (the locations) and the variables its
+/// credentials came from, and prints no secret.
 fn assert_refused(o: &Output, s: &super::Servers) {
     let t = text(o);
     assert_eq!(o.status.code(), Some(4), "{t}");
     assert!(t.contains("garage:") || t.contains("viaproxy:"), "{t}");
+    assert!(
+        t.contains("credentials in use:") && t.contains("MOVERCTL_TEST_S3_SECRET"),
+        "the message names the variable that holds the refused secret: {t}"
+    );
     assert!(!t.contains(WRONG) && !t.contains(&s.secret), "{t}");
 }
 

@@ -578,3 +578,41 @@ async fn gcs_truncated_list_bodies_are_retried() {
     assert!(proxy.unspent().is_empty(), "{:?}", proxy.unspent());
     assert_eq!(proxy.hits().len(), 2);
 }
+
+/// Issue 12: what a failed listing means is read from its values, not its text. A LIST that
+/// keeps answering 503 past the retry window is `Throttled` (its last status is kept), one that
+/// answers 403 is `Auth` (exit 4) — both without parsing a message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_listing_keeps_the_status_it_ended_with() {
+    use moverctl::store::error::StoreErrorKind;
+    let Some(mut t) = setup("list-typed").await else {
+        return;
+    };
+    t.src.retry_window = Duration::from_millis(600);
+    t.list_rule(PFault::SlowDown, "list-type=2", 100_000);
+    let err = list_pages_of(&t.src, None)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect_err("a listing that only ever gets 503 fails");
+    assert!(
+        matches!(
+            err,
+            moverctl::store::list::ListError::Broken {
+                status: Some(503),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), StoreErrorKind::Throttled, "{err}");
+
+    let Some(t) = setup("list-typed-403").await else {
+        return;
+    };
+    t.list_rule(PFault::AccessDenied, "list-type=2", 100_000);
+    let err = list_pages_of(&t.src, None)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect_err("a listing that gets 403 fails");
+    assert_eq!(err.kind(), StoreErrorKind::Auth, "{err}");
+}

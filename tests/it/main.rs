@@ -6,6 +6,7 @@ mod copy;
 mod creds;
 mod faults;
 mod habits;
+mod identity;
 mod listing;
 mod matrix;
 mod plan_file;

@@ -274,15 +274,15 @@ fn a_second_copy_of_the_same_pair_is_refused_while_one_runs() {
     // Hold the pair's lock as a running copy would.
     let src_s = src.display().to_string();
     let dst_s = dst.display().to_string();
-    let shown = |p: &str| {
+    let identity = |p: &str| {
         Store::open(p, &Remotes::parse("none.toml", "").unwrap())
             .unwrap()
-            .shown()
+            .identity
     };
     std::fs::create_dir(&dst).unwrap();
     let lock_path = {
         // As lock::default_path computes it in the child (whose state folder is `state`).
-        let j = moverctl::journal::default_path(&state, &shown(&src_s), &shown(&dst_s));
+        let j = moverctl::journal::default_path(&state, &identity(&src_s), &identity(&dst_s));
         state.join(format!(
             "sync-{}.lock",
             j.file_stem().unwrap().to_string_lossy()
