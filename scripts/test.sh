@@ -15,6 +15,14 @@ if [ ! -x "$tools/moto/bin/moto_server" ]; then
   python3 -m venv "$tools/moto"
   "$tools/moto/bin/pip" install --quiet 'moto[server]'
 fi
+# Debian's chromium renders the HTML plan report in a test (tests/it/plan_report.rs); under
+# MOVERCTL_REQUIRE_SERVERS=1 that test fails instead of skipping when it is missing.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  echo "== installing Debian's chromium package (for the plan --report test)"
+  as_root=""
+  if [ "$(id -u)" != 0 ]; then as_root="sudo"; fi
+  $as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq chromium
 # Debian's Prometheus Pushgateway: `sync --metrics-push` is tested against the real one (the test
 # starts and stops its own on a free port).
 if ! command -v prometheus-pushgateway >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -314,6 +314,57 @@ impl Journal {
         &self.path
     }
 
+    /// Records what the source holds within the run's filters (objects, bytes), as counted by a
+    /// complete listing: `status` shows progress against it.
+    pub fn set_totals(&self, objects: u64, bytes: u64) -> Result<(), JournalError> {
+        for (k, v) in [("total_objects", objects), ("total_bytes", bytes)] {
+            self.conn
+                .execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+                    params![k, v.to_string()],
+                )
+                .map_err(|e| self.db(e))?;
+        }
+        Ok(())
+    }
+
+    /// The identities of the move's source and destination, when the journal records them.
+    pub fn identities(&self) -> Result<Option<(String, String)>, JournalError> {
+        let get = |k: &str| -> Result<Option<String>, JournalError> {
+            self.conn
+                .query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
+                .optional()
+                .map_err(|e| self.db(e))
+        };
+        Ok(get("source_identity")?.zip(get("destination_identity")?))
+    }
+
+    /// The totals [`Journal::set_totals`] recorded, if any.
+    pub fn totals(&self) -> Result<Option<(u64, u64)>, JournalError> {
+        let get = |k: &str| -> Result<Option<u64>, JournalError> {
+            let v: Option<String> = self
+                .conn
+                .query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
+                .optional()
+                .map_err(|e| self.db(e))?;
+            Ok(v.and_then(|v| v.parse().ok()))
+        };
+        Ok(get("total_objects")?.zip(get("total_bytes")?))
+    }
+
+    /// Objects and bytes verified since `since` (RFC 3339, as `updated` is written): the
+    /// recent rate `status` shows.
+    pub fn verified_since(&self, since: &str) -> Result<(u64, u64), JournalError> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM objects
+                 WHERE state = 'verified' AND updated >= ?1",
+                [since],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+            )
+            .map_err(|e| self.db(e))
+    }
+
     /// The move's source, as the journal records it.
     pub fn source(&self) -> &str {
         &self.source

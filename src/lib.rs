@@ -15,6 +15,9 @@
 //!   its guarded delete phase ([`transfer::sync::run`]) and a run's price ([`transfer::cost`]).
 //! - `cli`: flags resolved once per command, one call into the engine, and presentation (the
 //!   `*_summary.rs`, progress and metrics writers); errors stay typed to the exit code.
+//! - `plan`: the pure cost and time model ([`plan::model`]), move or stay over a horizon of reads
+//!   ([`plan::horizon`]), archive restore tiers ([`plan::restore`]), the table/JSON
+//!   ([`plan::render`]) and HTML ([`plan::report`]) outputs, and the plan file ([`plan::file`]).
 //! - `journal`: resume state and every SQL statement on it.
 
 pub mod bwlimit;

@@ -92,6 +92,21 @@ pub fn hostname() -> String {
 }
 
 impl RunLock {
+    /// Who holds the lock at `path` now (`pid 42 on host, started …`), or None when no run
+    /// does; the file is only read, never written.
+    pub fn held_by(path: &Path) -> Option<String> {
+        let mut file = OpenOptions::new().read(true).open(path).ok()?;
+        match file.try_lock_shared() {
+            Ok(()) => None,
+            Err(TryLockError::WouldBlock) => {
+                let mut text = String::new();
+                let _ = file.read_to_string(&mut text);
+                Some(Holder::parse(&text).describe())
+            }
+            Err(TryLockError::Error(_)) => None,
+        }
+    }
+
     /// Take the lock at `path` (creating the file and its folder) or fail at once with who holds
     /// it. `Ok((lock, Some(message)))` when the file held the record of a run that never
     /// finished (a crash or `kill -9`): the lock is taken over and the message says so.

@@ -227,6 +227,37 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
             );
         }
         check_date(&format!("{at}.as_of"), &c.as_of)?;
+        let mut tier_ids = BTreeSet::new();
+        for (j, t) in c.restore_tiers.iter().enumerate() {
+            let tat = format!("{at}.restore_tiers[{j}]");
+            if !RESTORE_TIERS.contains(&t.id.as_str()) {
+                return err(
+                    &format!("{tat}.id"),
+                    format!("{:?} is not one of {}", t.id, RESTORE_TIERS.join(", ")),
+                );
+            }
+            if !tier_ids.insert(t.id.as_str()) {
+                return err(
+                    &format!("{tat}.id"),
+                    format!("restore tier {:?} appears twice", t.id),
+                );
+            }
+            if !c.archive {
+                return err(
+                    &tat,
+                    "restore tiers need an archive class (archive = true)".into(),
+                );
+            }
+            if let Some(rp) = &t.retrieval_request
+                && rp.per == 0
+            {
+                return err(
+                    &format!("{tat}.retrieval_request.per"),
+                    "must be above zero".into(),
+                );
+            }
+            check_date(&format!("{tat}.as_of"), &t.as_of)?;
+        }
     }
     if !class_ids.contains(f.default_class.as_str()) {
         return err(
@@ -442,6 +473,12 @@ fn convert_prices(f: &mut ProviderFile, rate: rust_decimal::Decimal) {
         }
         if let Some(rp) = &mut cl.retrieval_request {
             c(&mut rp.price);
+        }
+        for t in &mut cl.restore_tiers {
+            c(&mut t.retrieval_per_gb);
+            if let Some(rp) = &mut t.retrieval_request {
+                c(&mut rp.price);
+            }
         }
     }
     for r in &mut f.regions {

@@ -131,7 +131,12 @@ pub struct EgressTier {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Transfer {
+    /// Reads inside one region of this provider (to its own compute there, or a copy between two
+    /// buckets of that region).
     pub same_region_per_gb: Dec,
+    /// Said when reads are priced at `same_region_per_gb` but the sources do not confirm it.
+    #[serde(default)]
+    pub same_region_caveat: Option<String>,
     pub inter_region_per_gb: Dec,
     pub source: String,
     pub as_of: Datetime,
@@ -172,6 +177,10 @@ pub struct StorageClass {
     pub archive: bool,
     #[serde(default)]
     pub restore_hours: Option<u32>,
+    /// The restore speeds an archive class offers (`plan --restore-tier`); the class's own
+    /// `retrieval_per_gb`, `retrieval_request` and `restore_hours` are what is priced without the flag.
+    #[serde(default)]
+    pub restore_tiers: Vec<RestoreTier>,
     /// Writes: PUT, POST, COPY, multipart create, upload part and complete.
     pub put: RequestPrice,
     /// Reads: GET and HEAD.
@@ -183,6 +192,24 @@ pub struct StorageClass {
     pub source: String,
     pub as_of: Datetime,
 }
+
+/// One restore speed of an archive class: `bulk`, `standard` or `expedited`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreTier {
+    pub id: String,
+    pub retrieval_per_gb: Dec,
+    #[serde(default)]
+    pub retrieval_request: Option<RequestPrice>,
+    /// Hours until restored objects can be read; absent when no source gives it (the planner then
+    /// assumes the class's `restore_hours`, or 12, and says so).
+    #[serde(default)]
+    pub hours: Option<u32>,
+    pub source: String,
+    pub as_of: Datetime,
+}
+
+pub const RESTORE_TIERS: &[&str] = &["bulk", "standard", "expedited"];
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -5,7 +5,7 @@ use super::copy_summary::{
     against_plan, credentials_refused, event_json, summary_json, summary_text,
 };
 use super::exit::Exit;
-use super::progress::Progress;
+use super::progress::{Display, Progress};
 use crate::catalog::parts::{DEFAULT_MULTIPART_THRESHOLD, DEFAULT_PART_SIZE, MIB, PartRule};
 use crate::catalog::{Catalog, Limits as StoreLimits};
 use crate::journal::{self, Journal};
@@ -110,6 +110,11 @@ pub struct EngineArgs {
     /// One JSON object per line for each object, then a summary.
     #[arg(long)]
     pub json: bool,
+    /// Print a stats line (done / total, objects, rate, ETA, failures) every DURATION, e.g.
+    /// 30s or 5m, to stderr or --log-file. Default: every minute when stderr is not a terminal
+    /// (on a terminal the progress bar shows the same); 0 turns it off.
+    #[arg(long, value_name = "DURATION")]
+    pub stats: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -202,6 +207,45 @@ pub(super) struct Resolved {
     pub(super) json: bool,
     /// `copy`/`exec --quiet`: no summary on success (sync has its own).
     pub(super) quiet: bool,
+    /// The progress bar and stats line (see `progress.rs`).
+    pub(super) display: Display,
+}
+
+/// The progress display the flags ask for: a bar on a terminal (not with --json), a stats line
+/// every `--stats` (default: a minute, when stderr is not a terminal). Totals come from the plan
+/// or, when a display is shown, from a sizing listing of the source (free for a local folder;
+/// for a cloud source made only for a bar or an explicit --stats, its LIST requests counted).
+fn display(
+    e: &EngineArgs,
+    src: &Store,
+    plan: Option<&PlanFile>,
+) -> Result<(Display, bool), CliError> {
+    use std::io::IsTerminal;
+    let terminal = std::io::stderr().is_terminal();
+    let stats = match e.stats.as_deref() {
+        Some("0") => None,
+        Some(v) => Some(
+            humantime::parse_duration(v).map_err(|err| usage(format!("--stats {v:?}: {err}")))?,
+        )
+        .filter(|d| !d.is_zero()),
+        None if terminal => None,
+        None => Some(std::time::Duration::from_secs(60)),
+    };
+    let bar = terminal && !e.json && !e.dry_run;
+    let planned = plan.map(|p| (p.corpus.objects, p.corpus.bytes));
+    let size_ahead = planned.is_none()
+        && !e.dry_run
+        && (bar
+            || e.stats.is_some() && stats.is_some()
+            || (stats.is_some() && src.caps.in_process));
+    Ok((
+        Display {
+            bar,
+            stats,
+            planned,
+        },
+        size_ahead,
+    ))
 }
 
 pub(super) fn resolve(
@@ -295,6 +339,7 @@ pub(super) fn resolve(
         .journal
         .clone()
         .unwrap_or_else(|| journal::path_for(&journal::state_dir(), src, dst));
+    let (display, size_ahead) = display(e, src, plan)?;
     Ok(Resolved {
         opts: CopyOptions {
             transfers: e.transfers,
@@ -312,11 +357,13 @@ pub(super) fn resolve(
             size_only: e.size_only,
             checkers: e.checkers,
             counters: Some(Arc::new(crate::transfer::Counters::default())),
+            size_ahead,
         },
         limits,
         journal_path,
         json: e.json,
         quiet: false,
+        display,
     })
 }
 
@@ -398,10 +445,22 @@ fn drive(
     let json = r.json;
     let stop = Arc::new(AtomicBool::new(false));
     let report = rt.block_on(async {
-        super::stop_on_ctrl_c(stop.clone(), "stopping after the objects in flight");
+        super::stop_on_ctrl_c(
+            stop.clone(),
+            "stopping: no new object starts; the objects in flight finish and are journaled",
+            r.opts.counters.clone(),
+        );
         let progress = Progress::new(
-            json || r.quiet,
-            plan.map(|p| p.corpus.bytes),
+            if r.quiet {
+                // --quiet: no bar and no stats line either.
+                super::progress::Display {
+                    bar: false,
+                    stats: None,
+                    ..r.display.clone()
+                }
+            } else {
+                r.display.clone()
+            },
             r.opts.counters.clone().unwrap_or_default(),
         );
         // Two listed MD5 ETags that differ prove a change, whatever moverctl metadata on the

@@ -5,6 +5,7 @@ mod copy_cmd;
 mod copy_summary;
 mod docs_cmd;
 pub mod exit;
+pub mod log;
 mod ls_cmd;
 mod metrics;
 mod outputs;
@@ -49,6 +50,8 @@ pub struct Cli {
         default_value = "4m"
     )]
     pub retry_timeout: String,
+    #[command(flatten)]
+    pub log: log::LogArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -201,12 +204,34 @@ fn list_exit(e: &crate::store::list::ListError) -> Exit {
     }
 }
 
-/// On the first Ctrl-C, says `message` and sets `stop` (objects in flight finish and are
-/// journaled); on the second, exits at once with 130. Call inside the runtime.
-pub fn stop_on_ctrl_c(stop: std::sync::Arc<std::sync::atomic::AtomicBool>, message: &'static str) {
+/// On the first Ctrl-C, says `message` (on a line the progress bar cannot overwrite, with the
+/// large objects being finished when `counters` knows them) and sets `stop` (objects in flight
+/// finish and are journaled); on the second, exits at once with 130. Call inside the runtime.
+pub fn stop_on_ctrl_c(
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    message: &'static str,
+    counters: Option<std::sync::Arc<crate::transfer::Counters>>,
+) {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("moverctl: {message} (Ctrl-C again to abort now)");
+            let finishing = counters
+                .and_then(|c| {
+                    let m = c.in_flight.lock().ok()?;
+                    (!m.is_empty()).then(|| {
+                        let keys: Vec<&str> = m.keys().take(3).map(String::as_str).collect();
+                        format!(
+                            "; finishing {} large object{} in flight ({}{})",
+                            m.len(),
+                            if m.len() == 1 { "" } else { "s" },
+                            keys.join(", "),
+                            if m.len() > 3 { ", …" } else { "" }
+                        )
+                    })
+                })
+                .unwrap_or_default();
+            log::above_bar(&format!(
+                "moverctl: {message}{finishing} (Ctrl-C again to abort now)"
+            ));
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(130);
@@ -243,6 +268,7 @@ pub fn main() -> std::process::ExitCode {
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
+    log::init(&cli.log)?;
     let window = humantime::parse_duration(&cli.retry_timeout)
         .map_err(|e| CliError::Usage(format!("--retry-timeout {:?}: {e}", cli.retry_timeout)))?;
     crate::store::retry::set_timeout(window);
@@ -253,7 +279,9 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Ok(r)
     };
     match cli.command {
-        Command::Plan(args) => plan_cmd::run(&catalog, *args).map(|()| Exit::Success),
+        Command::Plan(args) => {
+            plan_cmd::run(&catalog, cli.config.as_deref(), *args).map(|()| Exit::Success)
+        }
         Command::Providers(args) => providers_cmd::run(&catalog, args).map(|()| Exit::Success),
         Command::Ls(args) => {
             let remotes = load_remotes()?;

@@ -15,8 +15,11 @@ use crate::catalog::{Catalog, Place};
 use crate::money::Usd;
 use crate::plan::corpus::{Corpus, InventoryFormat};
 use crate::plan::file::{PlanFile, PlanInputs};
-use crate::plan::model::{Assumptions, Candidate, evaluate, rank};
+use crate::plan::horizon;
+use crate::plan::horizon::{ComputeAt, Reads};
+use crate::plan::model::{Assumptions, Candidate, Kind, bucket_classes, evaluate, rank};
 use crate::plan::render;
+use crate::plan::restore::{self, TierChoice};
 use crate::units::{parse_bytes, parse_rate};
 use clap::Args;
 use rust_decimal::Decimal;
@@ -76,9 +79,23 @@ pub struct PlanArgs {
         default_value = "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass"
     )]
     pub s3_columns: String,
-    /// Months of destination storage to price.
+    /// Months of destination storage to price (the horizon).
     #[arg(long, default_value_t = 12)]
     pub months: u32,
+    /// Where the GPUs that read the corpus run: PROVIDER[:REGION] (a GPU cloud without a provider
+    /// file, e.g. lambda, is priced as reached over the internet). Adds "stay" as a candidate and
+    /// prices every month's reads.
+    #[arg(long, value_name = "PROVIDER[:REGION]")]
+    pub compute_at: Option<String>,
+    /// Full reads of the corpus per month by the compute location (fractional allowed: 0.5).
+    #[arg(long, value_name = "R", allow_hyphen_values = true, requires = "compute_at", conflicts_with_all = ["epochs", "over_months"])]
+    pub reads_per_month: Option<String>,
+    /// Epochs (full reads of the corpus) over --over-months months.
+    #[arg(long, value_name = "E", allow_hyphen_values = true, requires_all = ["compute_at", "over_months"])]
+    pub epochs: Option<String>,
+    /// Months the --epochs are spread over; also the horizon (replaces --months).
+    #[arg(long, value_name = "M", requires = "epochs", conflicts_with = "months")]
+    pub over_months: Option<u32>,
     /// Path bandwidth between source and destination.
     #[arg(long, default_value = "10Gbps")]
     pub bandwidth: String,
@@ -105,6 +122,10 @@ pub struct PlanArgs {
     /// Key prefixes the corpus is spread over (per-prefix request limits scale with it).
     #[arg(long, default_value_t = 1)]
     pub prefixes: u32,
+    /// Price one ranged GET per part of a large object (as `exec --ranged-reads` reads) instead of
+    /// one GET per object (exec's default).
+    #[arg(long)]
+    pub ranged_reads: bool,
     /// What the idle GPU cluster costs per hour, in USD.
     #[arg(long, conflicts_with_all = ["gpus", "gpu_rate"])]
     pub gpu_hourly: Option<String>,
@@ -123,6 +144,13 @@ pub struct PlanArgs {
     /// Objects above this size are uploaded in parts.
     #[arg(long, default_value = "64MiB")]
     pub multipart_threshold: String,
+    /// Restore tier for archive-class source objects: bulk, standard, expedited, or auto (the
+    /// lowest retrieval fees + GPU idle during the restore) [default: each class's standard restore].
+    #[arg(long, value_name = "TIER")]
+    pub restore_tier: Option<String>,
+    /// Also write a self-contained HTML report (ranked table, charts, assumptions, price sources).
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Print JSON (schema moverctl.plan/1) instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -135,7 +163,9 @@ pub struct PlanArgs {
     /// Folder for saved plans.
     #[arg(long, default_value = "plans")]
     pub plans_dir: PathBuf,
-    /// Source location to record in the plan (s3://bucket/prefix, gs://…, az://…, a path).
+    /// Source location to record in the plan (s3://bucket/prefix, gs://…, az://…, a path, or
+    /// REMOTE:bucket/prefix). Without --bytes, --objects, --profile or --inventory, the location is
+    /// listed once (streamed, constant memory, progress on stderr) and the plan uses its real sizes.
     #[arg(long, value_name = "LOCATION")]
     pub src: Option<String>,
     /// Destination location to record in the plan.
@@ -155,7 +185,11 @@ fn usage(m: impl Into<String>) -> CliError {
     CliError::Usage(m.into())
 }
 
-fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
+fn resolve(
+    catalog: &Catalog,
+    config: Option<&std::path::Path>,
+    mut args: PlanArgs,
+) -> Result<(Resolved, PlanArgs), CliError> {
     if args.example {
         let mut argv = vec!["plan"];
         argv.extend_from_slice(EXAMPLE);
@@ -168,6 +202,13 @@ fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
         ex.plans_dir = args.plans_dir.clone();
         ex.src = args.src.take();
         ex.dst = args.dst.take();
+        ex.compute_at = args.compute_at.take();
+        ex.reads_per_month = args.reads_per_month.take();
+        ex.epochs = args.epochs.take();
+        ex.over_months = args.over_months.take();
+        ex.restore_tier = args.restore_tier.take();
+        ex.ranged_reads = args.ranged_reads;
+        ex.report = args.report.take();
         args = ex;
     }
     let from = args
@@ -203,11 +244,18 @@ fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
             };
             Corpus::from_inventory(path, format)?
         }
-        None => Corpus::from_flags(
-            args.bytes.as_deref(),
-            args.objects.as_deref(),
-            args.profile.as_deref(),
-        )?,
+        None => match &args.src {
+            Some(loc)
+                if args.bytes.is_none() && args.objects.is_none() && args.profile.is_none() =>
+            {
+                list_corpus(config, loc)?
+            }
+            _ => Corpus::from_flags(
+                args.bytes.as_deref(),
+                args.objects.as_deref(),
+                args.profile.as_deref(),
+            )?,
+        },
     };
     let rate = |flag: &str, v: &str| parse_rate(v).map_err(|e| usage(format!("{flag}: {e}")));
     let size = |flag: &str, v: &str| parse_bytes(v).map_err(|e| usage(format!("{flag}: {e}")));
@@ -228,8 +276,11 @@ fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
     if part < MIB {
         return Err(usage("--part-size must be at least 1MiB"));
     }
+    let (months, reads) = reads_of(catalog, &args)?;
     let assumptions = Assumptions {
-        months: args.months,
+        months,
+        reads,
+        restore: None,
         bandwidth: rate("--bandwidth", &args.bandwidth)?,
         workers: positive("--workers", args.workers)?,
         worker_nic: rate("--worker-nic", &args.worker_nic)?,
@@ -240,6 +291,7 @@ fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
         )?,
         latency_ms: args.latency_ms.unwrap_or(DEFAULT_LATENCY_MS),
         prefixes: positive("--prefixes", args.prefixes)?,
+        ranged_reads: args.ranged_reads,
         gpu_hourly,
         exit_waiver: args.exit_waiver,
         part_rule: PartRule {
@@ -256,6 +308,162 @@ fn resolve(mut args: PlanArgs) -> Result<(Resolved, PlanArgs), CliError> {
         },
         args,
     ))
+}
+
+/// List `loc` once into a size histogram: streamed, constant memory, progress on stderr every
+/// second. A listing carries no storage classes, so every object is priced as the `--from` class.
+fn list_corpus(config: Option<&std::path::Path>, loc: &str) -> Result<Corpus, CliError> {
+    use crate::store::list::{Listed, list};
+    use futures::StreamExt;
+    let remotes = crate::store::config::Remotes::load(config)?;
+    let store = crate::store::Store::open(loc, &remotes)?;
+    let shown = store.shown();
+    let rt = super::runtime()?;
+    let started = std::time::Instant::now();
+    let (corpus, refused) = rt.block_on(async {
+        let mut b = crate::plan::corpus::CorpusBuilder::default();
+        let mut refused = 0u64;
+        let mut stream = list(&store);
+        let mut last = std::time::Instant::now();
+        while let Some(item) = stream.next().await {
+            match item? {
+                Listed::Object(e) => b.add(e.size, None),
+                Listed::Refused { key, reason } => {
+                    refused += 1;
+                    eprintln!("moverctl: cannot handle key {key:?}: {reason}; not counted");
+                }
+            }
+            if last.elapsed() >= std::time::Duration::from_secs(1) {
+                last = std::time::Instant::now();
+                eprintln!(
+                    "listing {shown}: {} objects, {} so far",
+                    crate::units::fmt_count(b.objects()),
+                    crate::units::fmt_bytes(b.bytes())
+                );
+            }
+        }
+        Ok::<_, CliError>((b, refused))
+    })?;
+    eprintln!(
+        "listed {shown}: {} objects, {} in {:.1} s{}",
+        crate::units::fmt_count(corpus.objects()),
+        crate::units::fmt_bytes(corpus.bytes()),
+        started.elapsed().as_secs_f64(),
+        if refused > 0 {
+            format!(" ({refused} keys refused, not counted)")
+        } else {
+            String::new()
+        }
+    );
+    Ok(corpus.finish(format!("listing {shown}"))?)
+}
+
+/// Longest horizon priced (the JSON and the report hold one amount per month).
+const MAX_MONTHS: u32 = 1200;
+/// Most full reads a month (keeps every amount far inside exact decimal range).
+const MAX_READS_PER_MONTH: u32 = 100_000;
+
+/// The horizon and the reads: `--compute-at` with `--reads-per-month` or `--epochs/--over-months`.
+fn reads_of(catalog: &Catalog, args: &PlanArgs) -> Result<(u32, Option<Reads>), CliError> {
+    let number = |flag: &str, v: &str| -> Result<Decimal, CliError> {
+        let d: Decimal = v
+            .trim()
+            .parse()
+            .map_err(|_| usage(format!("{flag} {v:?}: give a number such as 4 or 0.5")))?;
+        if d.is_sign_negative() && !d.is_zero() {
+            return Err(usage(format!("{flag} {v:?} must be zero or more")));
+        }
+        Ok(d)
+    };
+    let months = args.over_months.unwrap_or(args.months);
+    if args.over_months == Some(0) {
+        return Err(usage("--over-months must be at least 1"));
+    }
+    if months > MAX_MONTHS {
+        return Err(usage(format!(
+            "a horizon of {months} months: at most {MAX_MONTHS} (100 years)"
+        )));
+    }
+    let Some(at) = &args.compute_at else {
+        return Ok((months, None));
+    };
+    let per_month = match (&args.reads_per_month, &args.epochs, args.over_months) {
+        (Some(r), _, _) => number("--reads-per-month", r)?,
+        (None, Some(e), Some(m)) => {
+            let e = number("--epochs", e)?;
+            if e > Decimal::from(MAX_READS_PER_MONTH) * Decimal::from(m) {
+                return Err(usage(format!(
+                    "--epochs {e} over {m} months is more than {MAX_READS_PER_MONTH} reads a month"
+                )));
+            }
+            e / Decimal::from(m)
+        }
+        _ => {
+            return Err(usage(
+                "--compute-at needs how the corpus is read: --reads-per-month R, or --epochs E --over-months M",
+            ));
+        }
+    };
+    if per_month > Decimal::from(MAX_READS_PER_MONTH) {
+        return Err(usage(format!(
+            "--reads-per-month {per_month}: at most {MAX_READS_PER_MONTH}"
+        )));
+    }
+    Ok((
+        months,
+        Some(Reads {
+            compute: compute_at(catalog, at)?,
+            per_month,
+        }),
+    ))
+}
+
+/// `PROVIDER[:REGION]` of the compute location. A provider with a catalog file must name one of its
+/// regions (default: its default region); any other name is a place reached over the internet.
+fn compute_at(catalog: &Catalog, given: &str) -> Result<ComputeAt, CliError> {
+    let given = given.trim();
+    let (pid, region) = match given.split_once(':') {
+        Some((p, r)) => (p.trim(), Some(r.trim())),
+        None => (given, None),
+    };
+    if pid.is_empty()
+        || !pid
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        || given.contains('/')
+    {
+        return Err(usage(format!(
+            "--compute-at {given:?}: give PROVIDER[:REGION], e.g. coreweave or aws:us-east-1 (no storage class)"
+        )));
+    }
+    match catalog.get(pid) {
+        Ok(p) => {
+            let region = region.unwrap_or(&p.file.default_region);
+            if !p.file.regions.iter().any(|r| r.id == region) {
+                return Err(usage(format!(
+                    "--compute-at {given:?}: {pid} has no region {region:?}; its regions: {}",
+                    p.file
+                        .regions
+                        .iter()
+                        .map(|r| r.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            Ok(ComputeAt {
+                given: given.to_string(),
+                provider: pid.to_string(),
+                region: Some(region.to_string()),
+                in_catalog: true,
+            })
+        }
+        Err(_) => Ok(ComputeAt {
+            given: given.to_string(),
+            provider: pid.to_string(),
+            region: region.map(str::to_string),
+            in_catalog: false,
+        }),
+    }
 }
 
 const DEFAULT_STREAM: &str = "90MB/s";
@@ -356,10 +564,32 @@ struct ExampleParser {
     args: PlanArgs,
 }
 
-pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
+pub fn run(
+    catalog: &Catalog,
+    config: Option<&std::path::Path>,
+    args: PlanArgs,
+) -> Result<(), CliError> {
     let example = args.example;
-    let (r, args) = resolve(args)?;
+    let (r, args) = resolve(catalog, config, args)?;
     let src = Place::resolve(catalog, &r.from)?;
+    let mut r = r;
+    if let Some(t) = &args.restore_tier {
+        let choice = TierChoice::parse(t).map_err(usage)?;
+        r.assumptions.restore = restore::choose(
+            &src,
+            &r.corpus,
+            &bucket_classes(&src, &r.corpus),
+            choice,
+            r.assumptions.gpu_hourly,
+        )
+        .map_err(usage)?;
+        if r.assumptions.restore.is_none() {
+            eprintln!(
+                "note: --restore-tier {t}: no object of the corpus is in an archive class at {}; nothing to restore",
+                src.canonical()
+            );
+        }
+    }
     let dests: Vec<Place> =
         r.to.iter()
             .map(|d| Place::resolve(catalog, d))
@@ -385,14 +615,24 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
         .zip(&assumed)
         .map(|(d, a)| evaluate(&src, d, &r.corpus, a))
         .collect();
-    let ranked = rank(cands);
-    let index_of = |c: &Candidate| {
-        dests
-            .iter()
-            .position(|d| d.canonical() == c.resolved)
-            .expect("every candidate comes from a destination")
+    let ranked = match &r.assumptions.reads {
+        Some(_) => horizon::move_or_stay(
+            cands,
+            horizon::stay(&src, &r.corpus, &r.assumptions),
+            r.assumptions.months,
+        ),
+        None => rank(cands),
     };
-    let best = ranked.first().map(index_of);
+    // The destination a move candidate came from ("stay" has none).
+    let index_of = |c: &Candidate| {
+        (c.kind == Kind::Move).then(|| {
+            dests
+                .iter()
+                .position(|d| d.canonical() == c.resolved)
+                .expect("every move comes from a destination")
+        })
+    };
+    let best = ranked.iter().find_map(index_of);
     let best_assumptions = best.map_or(&r.assumptions, |i| &assumed[i]);
     if args.json {
         let mut v = render::json(&src, &r.corpus, best_assumptions, &ranked);
@@ -401,8 +641,8 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
             .map_or(serde_json::Value::Null, ProbeUse::json);
         if let Some(cs) = v["candidates"].as_array_mut() {
             for (c, out) in ranked.iter().zip(cs.iter_mut()) {
-                out["probe"] = probes[index_of(c)]
-                    .as_ref()
+                out["probe"] = index_of(c)
+                    .and_then(|i| probes[i].as_ref())
                     .map_or(serde_json::Value::Null, ProbeUse::json);
             }
         }
@@ -426,12 +666,50 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
             render::text(&src, &r.corpus, best_assumptions, &ranked)
         );
     }
+    if let Some(path) = &args.report {
+        let mut places: Vec<Place> = vec![src.clone()];
+        places.extend(dests.iter().cloned());
+        if let Some(r) = &r.assumptions.reads
+            && r.compute.in_catalog
+        {
+            places.push(Place::resolve(catalog, &r.compute.canonical())?);
+        }
+        let generated = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let page = crate::plan::report::html(
+            &src,
+            &places,
+            &r.corpus,
+            &r.assumptions,
+            &ranked,
+            &generated,
+        );
+        std::fs::write(path, page).map_err(|e| {
+            CliError::Failure(format!("--report {}: cannot write it: {e}", path.display()))
+        })?;
+        let msg = format!("Report written to {}", path.display());
+        if args.json {
+            eprintln!("{msg}");
+        } else {
+            println!("{msg}");
+        }
+    }
     if let Some(name) = &args.save {
         let idx = match &args.pick {
-            None => 0,
+            None => ranked
+                .iter()
+                .position(|c| c.kind == Kind::Move)
+                .ok_or_else(|| usage("--save: no destination to move to"))?,
+            Some(p) if p == "stay" => {
+                return Err(usage(
+                    "--pick stay: staying is not a move, so there is no plan to save; pick a destination",
+                ));
+            }
             Some(p) => ranked
                 .iter()
-                .position(|c| &c.destination == p || &c.resolved == p || c.provider == *p)
+                .position(|c| {
+                    c.kind == Kind::Move
+                        && (&c.destination == p || &c.resolved == p || c.provider == *p)
+                })
                 .ok_or_else(|| {
                     usage(format!(
                         "--pick {p:?} is not one of the destinations: {}",
@@ -444,12 +722,12 @@ pub fn run(catalog: &Catalog, args: PlanArgs) -> Result<(), CliError> {
                 })?,
         };
         let chosen = &ranked[idx];
-        let dst_index = index_of(chosen);
+        let dst_index = index_of(chosen).expect("a saved plan is a move");
         let dst_place = &dests[dst_index];
         let others: Vec<Candidate> = ranked
             .iter()
             .enumerate()
-            .filter(|(i, _)| *i != idx)
+            .filter(|(i, c)| *i != idx && c.kind == Kind::Move)
             .map(|(_, c)| c.clone())
             .collect();
         let plan = PlanFile::build(PlanInputs {

@@ -7,7 +7,7 @@ use super::exit::Exit;
 use crate::journal::{self, Journal};
 use crate::plan::file::PlanFile;
 use crate::store::config::Remotes;
-use crate::units::fmt_bytes;
+use crate::units::{fmt_bytes, fmt_duration};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -74,6 +74,21 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
     let (src, dst) = (j.source().to_string(), j.destination().to_string());
     let s = j.summary()?;
     let open = j.open_uploads()?;
+    // The whole move: the plan's corpus, else what a complete listing of the source counted.
+    let total = corpus.or(j.totals()?.map(|(o, b)| (b, o)));
+    // The recent rate: what was verified in the last five minutes.
+    let window = std::time::Duration::from_secs(300);
+    let since =
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now() - window).to_string();
+    let (_, recent_bytes) = j.verified_since(&since)?;
+    let rate = recent_bytes as f64 / window.as_secs_f64();
+    let remaining = total.map(|(b, _)| b.saturating_sub(s.verified_bytes));
+    let eta = remaining
+        .filter(|_| rate > 0.0)
+        .map(|r| std::time::Duration::from_secs_f64(r as f64 / rate));
+    let running = j
+        .identities()?
+        .and_then(|(si, di)| crate::lock::RunLock::held_by(&crate::lock::default_path(&si, &di)));
     if args.json {
         println!(
             "{}",
@@ -82,18 +97,25 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
                 "verified": {"objects": s.verified, "bytes": s.verified_bytes},
                 "failed": s.failed, "in_progress": s.copying, "open_multipart_uploads": open.len(),
                 "corpus": corpus.map(|(b, o)| serde_json::json!({"bytes": b, "objects": o})),
+                "total": total.map(|(b, o)| serde_json::json!({"bytes": b, "objects": o})),
+                "percent": total.filter(|(b, _)| *b > 0).map(|(b, _)| (s.verified_bytes as f64 * 1000.0 / b as f64).round() / 10.0),
+                "bytes_per_second_last_5_min": rate.round() as u64,
+                "eta_seconds": eta.map(|d| d.as_secs()),
+                "running": running.is_some(),
+                "run": running,
             })
         );
         return Ok(Exit::Success);
     }
     println!("{src} -> {dst}");
-    let pct = corpus
+    let pct = total
         .filter(|(b, _)| *b > 0)
-        .map(|(b, _)| {
+        .map(|(b, o)| {
             format!(
-                " ({:.1} % of the planned {})",
+                " of {} in {o} objects ({:.1} %{})",
+                fmt_bytes(b),
                 s.verified_bytes as f64 * 100.0 / b as f64,
-                fmt_bytes(b)
+                if corpus.is_some() { ", as planned" } else { "" }
             )
         })
         .unwrap_or_default();
@@ -101,6 +123,26 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
         "verified     {} objects, {}{pct}",
         s.verified,
         fmt_bytes(s.verified_bytes)
+    );
+    println!(
+        "rate         {}/s over the last 5 minutes{}",
+        fmt_bytes(rate as u64),
+        match eta {
+            Some(d) => format!(
+                ", ETA {}",
+                fmt_duration(rust_decimal::Decimal::from(d.as_secs()))
+            ),
+            None if total.is_none() =>
+                ", total unknown (no plan, and no complete listing yet)".into(),
+            None => String::new(),
+        }
+    );
+    println!(
+        "run          {}",
+        match &running {
+            Some(h) => format!("running now ({h})"),
+            None => "none running".into(),
+        }
     );
     println!(
         "failed       {} objects (copied again on the next run)",

@@ -10,6 +10,7 @@ use super::CliError;
 use super::copy_cmd::{EngineArgs, resolve, usage};
 use super::exit::Exit;
 use super::metrics::Metrics;
+use super::progress::Progress;
 use super::stores::{provider_of, region_of, resolve_storage_class};
 use super::sync_summary::{
     dry_run_copy_line, dry_run_delete_line, messages, one_line, summary_json,
@@ -243,7 +244,8 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
         .block_on(async {
             super::stop_on_ctrl_c(
                 stop.clone(),
-                "stopping after the objects in flight; nothing will be deleted",
+                "stopping: no new object starts, the objects in flight finish and are journaled, nothing will be deleted",
+                res.opts.counters.clone(),
             );
             let run = Run {
                 src,
@@ -254,11 +256,18 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
                 stop,
             };
             let spill_in = (!dry_run).then_some(res.journal_path.as_path());
-            let (report, deletes) = crate::transfer::sync::run(
+            // --quiet is silent on success: no bar and no stats line.
+            let mut display = res.display.clone();
+            if quiet {
+                display = Default::default();
+            }
+            let progress = Progress::new(display, res.opts.counters.clone().unwrap_or_default());
+            let outcome = crate::transfer::sync::run(
                 run,
                 policy,
                 spill_in,
                 |ev| {
+                    progress.event(ev);
                     if dry_run && let Some(line) = dry_run_copy_line(ev, json) {
                         print_line(line);
                     }
@@ -269,7 +278,9 @@ fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
                     }
                 },
             )
-            .await?;
+            .await;
+            progress.finish();
+            let (report, deletes) = outcome?;
             Ok::<_, CliError>((report, deletes))
         })
         .map_err(|e| e.naming_credentials(&hint))?;

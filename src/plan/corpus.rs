@@ -158,6 +158,44 @@ impl Corpus {
     }
 }
 
+/// A corpus built one object at a time (a live listing), in constant memory: only the size
+/// histogram is kept.
+#[derive(Default)]
+pub struct CorpusBuilder {
+    hist: Histogram,
+    bytes: u64,
+}
+
+impl CorpusBuilder {
+    pub fn add(&mut self, size: u64, class: Option<&str>) {
+        self.hist.add(size, class);
+        self.bytes = self.bytes.saturating_add(size);
+    }
+
+    pub fn objects(&self) -> u64 {
+        self.hist.objects
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The corpus, or an error if nothing was added.
+    pub fn finish(self, origin: String) -> Result<Corpus, CorpusError> {
+        if self.hist.objects == 0 {
+            return Err(CorpusError::Io {
+                file: origin,
+                message: "the listing found no objects".into(),
+            });
+        }
+        Ok(Corpus {
+            buckets: self.hist.into_buckets(),
+            origin,
+            skipped_lines: 0,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InventoryFormat {
     Auto,

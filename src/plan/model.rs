@@ -6,10 +6,15 @@
 //!   same provider, other region: `inter_region_per_gb`; otherwise internet egress, billed per
 //!   month (the move's bytes are spread evenly over the months it takes), free allowance taken from
 //!   the lowest tier, zero-egress multiples of the stored corpus applied. `--exit-waiver` credits it.
-//! - `source_requests`: LIST pages of 1,000 keys + one GET per object, or one ranged GET per part.
+//! - `source_requests`: LIST pages of 1,000 keys + one GET per object (as `exec` reads by default;
+//!   one ranged GET per part of a multipart upload with `--ranged-reads`) + one HEAD of part 1 per
+//!   object above the multipart threshold at an S3-API source (such an object is assumed to have
+//!   been written in parts, so `exec` reads its part size to recompute the multipart ETag).
 //! - `retrieval`: per-GB and per-request fees of the source class (per object class from an inventory).
 //! - `destination_requests`: LIST pages (the executor diffs against the destination) + one PUT, or
-//!   create + parts + complete, + one HEAD to verify each object.
+//!   create + parts + complete, + one verifying HEAD per multipart object on GCS and Azure (their
+//!   answers to a multipart upload prove nothing; S3-API stores' answers — the MD5 ETag, the
+//!   checked Content-MD5, the multipart ETag — verify every write without a HEAD).
 //! - `storage_per_month`: the destination class's tiers over the billed size (minimum object size
 //!   and per-object overhead applied, free GB removed, monthly minimum applied).
 //! - `storage_horizon` = `storage_per_month` × `--months`.
@@ -17,8 +22,13 @@
 //! - `exit_egress`: what leaving the destination again would cost (internet egress of the corpus).
 //! - `gpu_idle`: transfer hours × GPU cost per hour.
 //!
-//! `total` = all of the above except `storage_per_month` (counted through `storage_horizon`) and
-//! `exit_egress` (reported beside it).
+//! - `read_egress`, `read_requests`, `read_retrieval` (only with `--compute-at`): every month of the
+//!   horizon, the corpus read `reads_per_month` times from the destination by the compute location
+//!   (see [`super::horizon`]); `reads_per_month` is their monthly sum.
+//!
+//! `total` = all of the above except `storage_per_month` (counted through `storage_horizon`),
+//! `reads_per_month` (counted through the three `read_*` items) and `exit_egress` (reported
+//! beside it).
 
 use super::corpus::Corpus;
 use crate::catalog::parts::{PartRule, Upload, part_plan};
@@ -47,9 +57,17 @@ pub struct Assumptions {
     pub latency_ms: u32,
     /// Key prefixes the corpus is spread over (per-prefix request limits scale with it).
     pub prefixes: u32,
+    /// Read each part of a large object with its own ranged GET (`exec --ranged-reads`) instead of
+    /// one GET per object.
+    pub ranged_reads: bool,
     pub gpu_hourly: Usd,
     pub exit_waiver: bool,
     pub part_rule: PartRule,
+    /// Where training runs and how often it reads the corpus (`--compute-at`, `--reads-per-month`).
+    pub reads: Option<super::horizon::Reads>,
+    /// The restore tier chosen for archive-class source objects (`--restore-tier`); `None`: each
+    /// class's default restore.
+    pub restore: Option<super::restore::Restore>,
 }
 
 impl Default for Assumptions {
@@ -63,9 +81,12 @@ impl Default for Assumptions {
             stream_throughput: Decimal::from(90_000_000u64), // 90 MB/s
             latency_ms: 30,
             prefixes: 1,
+            ranged_reads: false,
             gpu_hourly: Usd::ZERO,
             exit_waiver: false,
             part_rule: PartRule::default(),
+            reads: None,
+            restore: None,
         }
     }
 }
@@ -83,6 +104,12 @@ pub struct Cost {
     pub early_deletion: Usd,
     pub exit_egress: Usd,
     pub gpu_idle: Usd,
+    /// Reads over the horizon: egress to the compute location, GET requests, retrieval fees.
+    pub read_egress: Usd,
+    pub read_requests: Usd,
+    pub read_retrieval: Usd,
+    /// The three read items of one month.
+    pub reads_per_month: Usd,
 }
 
 impl Cost {
@@ -94,10 +121,27 @@ impl Cost {
             + self.storage_horizon
             + self.early_deletion
             + self.gpu_idle
+            + self.read_egress
+            + self.read_requests
+            + self.read_retrieval
+    }
+
+    /// What is paid once, before the horizon's months: the move and the GPUs idling through it.
+    pub fn one_time(&self) -> Usd {
+        self.egress
+            + self.source_requests
+            + self.destination_requests
+            + self.retrieval
+            + self.gpu_idle
+    }
+
+    /// What every month of the horizon costs: storage and reads.
+    pub fn monthly(&self) -> Usd {
+        self.storage_per_month + self.reads_per_month
     }
 
     /// Named items, in report order (storage per month and exit egress are beside the total).
-    pub fn items(&self) -> [(&'static str, Usd); 10] {
+    pub fn items(&self) -> [(&'static str, Usd); 14] {
         [
             ("egress", self.egress),
             ("source_requests", self.source_requests),
@@ -108,6 +152,10 @@ impl Cost {
             ("early_deletion", self.early_deletion),
             ("exit_egress", self.exit_egress),
             ("gpu_idle", self.gpu_idle),
+            ("read_egress", self.read_egress),
+            ("read_requests", self.read_requests),
+            ("read_retrieval", self.read_retrieval),
+            ("reads_per_month", self.reads_per_month),
             ("total", self.total()),
         ]
     }
@@ -151,6 +199,8 @@ pub struct Time {
 pub struct Counts {
     pub source_list: u64,
     pub source_get: u64,
+    /// HEADs of part 1 of objects written in parts at an S3-API source.
+    pub source_head: u64,
     pub retrieval_requests: u64,
     pub destination_list: u64,
     pub destination_put: u64,
@@ -164,8 +214,25 @@ pub struct Counts {
     pub max_part_size: u64,
 }
 
+/// A candidate is a move to a destination, or staying where the data is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Move,
+    Stay,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Move => "move",
+            Kind::Stay => "stay",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Candidate {
+    pub kind: Kind,
     pub destination: String,
     pub resolved: String,
     pub provider: String,
@@ -173,6 +240,13 @@ pub struct Candidate {
     pub time: Time,
     pub counts: Counts,
     pub warnings: Vec<String>,
+    /// How the compute location reads from this candidate's store (with `--compute-at`).
+    pub reads: Option<super::horizon::ReadPlan>,
+    /// First month from which this candidate has cost no more than staying, to the end of the
+    /// horizon (0: from the start); `None` if never within the horizon, or for "stay" itself.
+    pub break_even_month: Option<u32>,
+    /// The restore tier priced, and why (archive sources with `--restore-tier`).
+    pub restore: Option<super::restore::Restore>,
 }
 
 /// Price and time one move of `corpus` from `src` to `dst`.
@@ -180,7 +254,7 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     let mut warnings = Vec::new();
     let total_bytes = corpus.total_bytes();
     let objects = corpus.total_objects();
-    let counts = count_requests(dst, corpus, a);
+    let counts = count_requests(src, dst, corpus, a);
     if counts.unplaceable_objects > 0 {
         warnings.push(format!(
             "{}: {} objects are larger than its {} object limit (or need more than {} parts) and cannot be copied",
@@ -191,7 +265,12 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         ));
     }
 
-    let time = transfer_time(src, dst, corpus, &counts, a);
+    let mut time = transfer_time(src, dst, corpus, &counts, a);
+    if let Some(r) = &a.restore {
+        let restore = Decimal::from(r.chosen.hours) * Decimal::from(3600);
+        time.seconds = time.seconds - time.restore_seconds + restore;
+        time.restore_seconds = restore;
+    }
     let months_moving = months_of(time.seconds);
 
     // Egress out of the source.
@@ -227,7 +306,11 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     // Requests at both ends.
     let src_class = src.class;
     let source_requests = request_cost(&src_class.list, counts.source_list, months_moving)
-        + request_cost(&src_class.get, counts.source_get, months_moving);
+        + request_cost(
+            &src_class.get,
+            counts.source_get + counts.source_head,
+            months_moving,
+        );
     let dst_class = dst.class;
     let destination_requests =
         request_cost(&dst_class.list, counts.destination_list, months_moving)
@@ -240,6 +323,11 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     let mut restore_hours = 0u32;
     for b in &corpus.buckets {
         let class = source_class_of(src, b.class.as_deref(), &mut warnings);
+        if class.archive && a.restore.is_some() {
+            // Priced below at the chosen restore tier.
+            archive_objects += b.count;
+            continue;
+        }
         retrieval += Usd(gb(b.bytes, src.bytes_per_gb()) * class.retrieval_per_gb.0);
         if let Some(rp) = &class.retrieval_request {
             retrieval += request_cost(rp, b.count, 1);
@@ -247,6 +335,19 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         if class.archive {
             archive_objects += b.count;
             restore_hours = restore_hours.max(class.restore_hours.unwrap_or(12));
+        }
+    }
+    if let Some(r) = &a.restore {
+        retrieval += r.chosen.fees;
+        restore_hours = restore_hours.max(r.chosen.hours);
+        warnings.push(r.why.clone());
+        if r.chosen.hours_assumed {
+            warnings.push(format!(
+                "no source gives how long a {} restore takes at {}; {} h is assumed",
+                r.chosen.tier,
+                src.provider_id(),
+                r.chosen.hours
+            ));
         }
     }
     if archive_objects > 0 {
@@ -307,26 +408,53 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         ));
     }
 
+    let mut cost = Cost {
+        egress,
+        egress_before_waiver,
+        source_requests,
+        destination_requests,
+        retrieval,
+        storage_per_month,
+        storage_horizon,
+        early_deletion,
+        exit_egress,
+        gpu_idle,
+        ..Cost::default()
+    };
+    let reads = a.reads.as_ref().map(|r| {
+        let p = super::horizon::read_month(dst, corpus, r, &mut warnings);
+        super::horizon::apply_reads(&mut cost, &p, a.months);
+        p
+    });
+
     Candidate {
+        kind: Kind::Move,
         destination: dst.given.clone(),
         resolved: dst.canonical(),
         provider: dst.provider_id().to_string(),
-        cost: Cost {
-            egress,
-            egress_before_waiver,
-            source_requests,
-            destination_requests,
-            retrieval,
-            storage_per_month,
-            storage_horizon,
-            early_deletion,
-            exit_egress,
-            gpu_idle,
-        },
+        cost,
         time,
         counts,
         warnings,
+        reads,
+        break_even_month: None,
+        restore: a.restore.clone(),
     }
+}
+
+/// The catalog class of each corpus bucket at the source (an inventory's class names resolved;
+/// unknown names and flag-built corpora take the source's class).
+pub fn bucket_classes<'c>(src: &Place<'c>, corpus: &Corpus) -> Vec<&'c StorageClass> {
+    corpus
+        .buckets
+        .iter()
+        .map(|b| {
+            b.class
+                .as_deref()
+                .and_then(|n| inventory_class(src, n))
+                .unwrap_or(src.class)
+        })
+        .collect()
 }
 
 fn waiver_conditions(w: &crate::catalog::ExitWaiver) -> String {
@@ -458,28 +586,53 @@ pub fn request_cost(p: &RequestPrice, count: u64, months: u32) -> Usd {
     Usd(Decimal::from(billed) * p.price.0 / Decimal::from(p.per))
 }
 
-fn count_requests(dst: &Place, corpus: &Corpus, a: &Assumptions) -> Counts {
+/// The API a provider's stores speak, as far as the executor's requests differ by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    S3,
+    Gcs,
+    Azure,
+}
+
+/// `gcp` is GCS, `azure` is Azure Blob; every other provider (`onprem` included: an S3-compatible
+/// server; a local folder costs no requests and no fees either way) speaks S3.
+pub fn api_of(p: &Place) -> Api {
+    match p.provider_id() {
+        "gcp" => Api::Gcs,
+        "azure" => Api::Azure,
+        _ => Api::S3,
+    }
+}
+
+/// The requests `exec` makes with its defaults (see the module comment).
+fn count_requests(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> Counts {
     let mut c = Counts::default();
     let objects = corpus.total_objects();
     c.source_list = objects.div_ceil(1000).max(1);
     c.destination_list = c.source_list;
+    let s3_source = api_of(src) == Api::S3;
+    let head_after_multipart = matches!(api_of(dst), Api::Gcs | Api::Azure);
     for b in &corpus.buckets {
         for (n, size) in b.split() {
             if n == 0 {
                 continue;
             }
+            if s3_source && size > a.part_rule.threshold {
+                c.source_head += n;
+            }
             match part_plan(size, dst.limits(), a.part_rule) {
                 Ok(Upload::Single) => {
                     c.source_get += n;
                     c.destination_put += n;
-                    c.destination_head += n;
                 }
                 Ok(Upload::Multipart { part_size, parts }) => {
                     c.multipart_objects += n;
                     c.parts += n * parts;
-                    c.source_get += n * parts;
+                    c.source_get += if a.ranged_reads { n * parts } else { n };
                     c.destination_put += n * (parts + 2);
-                    c.destination_head += n;
+                    if head_after_multipart {
+                        c.destination_head += n;
+                    }
                     c.max_part_size = c.max_part_size.max(part_size);
                 }
                 Err(_) => c.unplaceable_objects += n,
@@ -519,7 +672,7 @@ fn source_class_of<'c>(
     })
 }
 
-fn storage_month(dst: &Place, corpus: &Corpus, warnings: &mut Vec<String>) -> Usd {
+pub(super) fn storage_month(dst: &Place, corpus: &Corpus, warnings: &mut Vec<String>) -> Usd {
     let class = dst.class;
     let mut billed: u128 = 0;
     let mut raw: u128 = 0;

@@ -6,10 +6,19 @@
 //! `destination_requests`, `retrieval`, `storage_per_month`, `storage_horizon`, `early_deletion`,
 //! `exit_egress`, `gpu_idle`, `total` — `total` is everything but `storage_per_month` and
 //! `exit_egress`), `time` (`seconds`, `bound`, and the seconds of each bound), `requests` (counts),
-//! `upload` and `warnings` (strings).
+//! `upload` and `warnings` (strings). Each candidate also has `kind` (`move` or `stay`),
+//! `break_even_month` (against staying; null when never within the horizon, for "stay" itself, or
+//! without `--compute-at`), `horizon` (`one_time`, `monthly`, and `cumulative`: the cost at the end
+//! of month 0 … `months`, the last equal to `total`) and `reads` (null without `--compute-at`:
+//! `route`, `reads_per_month`, `gb_per_month`, `gets_per_month`, and the month's `egress`,
+//! `requests`, `retrieval`, `over_free_multiple`). `assumptions` has `compute_at` and
+//! `reads_per_month` (null without `--compute-at`). `restore` (null unless `--restore-tier` applies to
+//! archive objects): `tier`, `auto`, `why`, `chosen` and `options` (`tier`, `fees`, `hours`,
+//! `hours_assumed`, `gpu_idle`, `total`).
 
 use super::corpus::Corpus;
-use super::model::{Assumptions, Candidate};
+use super::horizon;
+use super::model::{Assumptions, Candidate, Kind};
 use crate::catalog::Place;
 use crate::units::{fmt_bytes, fmt_count, fmt_duration, fmt_rate_bits};
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets::UTF8_HORIZONTAL_ONLY};
@@ -34,8 +43,52 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                 "egress_before_waiver".into(),
                 c.cost.egress_before_waiver.to_json(),
             );
+            let reads = c.reads.as_ref().map_or(Value::Null, |p| {
+                json!({
+                    "route": p.route.as_str(),
+                    "reads_per_month": dec(p.per_month),
+                    "gb_per_month": dec(p.gb_per_month),
+                    "gets_per_month": dec(p.gets_per_month),
+                    "egress": p.egress.to_json(),
+                    "requests": p.requests.to_json(),
+                    "retrieval": p.retrieval.to_json(),
+                    "over_free_multiple": p.over_free_multiple,
+                })
+            });
+            let restore = c.restore.as_ref().map_or(Value::Null, |r| {
+                let opt = |o: &super::restore::TierOption| {
+                    json!({
+                        "tier": o.tier,
+                        "fees": o.fees.to_json(),
+                        "hours": o.hours,
+                        "hours_assumed": o.hours_assumed,
+                        "gpu_idle": o.gpu_idle.to_json(),
+                        "total": o.total().to_json(),
+                    })
+                };
+                json!({
+                    "tier": r.chosen.tier,
+                    "auto": r.auto,
+                    "why": r.why,
+                    "chosen": opt(&r.chosen),
+                    "options": r.options.iter().map(opt).collect::<Vec<_>>(),
+                })
+            });
+            let cumulative: Vec<Value> = horizon::cumulative(c, a.months)
+                .into_iter()
+                .map(|u| u.to_json())
+                .collect();
             json!({
                 "rank": i + 1,
+                "kind": c.kind.as_str(),
+                "break_even_month": c.break_even_month,
+                "horizon": {
+                    "one_time": c.cost.one_time().to_json(),
+                    "monthly": c.cost.monthly().to_json(),
+                    "cumulative": cumulative,
+                },
+                "reads": reads,
+                "restore": restore,
                 "destination": c.destination,
                 "resolved": c.resolved,
                 "cost": cost,
@@ -52,6 +105,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                 "requests": {
                     "source_list": c.counts.source_list,
                     "source_get": c.counts.source_get,
+                    "source_head": c.counts.source_head,
                     "destination_list": c.counts.destination_list,
                     "destination_put": c.counts.destination_put,
                     "destination_head": c.counts.destination_head,
@@ -84,13 +138,214 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             "stream_throughput_bytes_per_second": dec(a.stream_throughput),
             "latency_ms": a.latency_ms,
             "prefixes": a.prefixes,
+            "ranged_reads": a.ranged_reads,
             "gpu_hourly": a.gpu_hourly.to_json(),
             "exit_waiver": a.exit_waiver,
             "multipart_threshold": a.part_rule.threshold,
             "part_size": a.part_rule.preferred_part,
+            "compute_at": a.reads.as_ref().map(|r| r.compute.canonical()),
+            "reads_per_month": a.reads.as_ref().map(|r| dec(r.per_month)),
         },
         "candidates": candidates,
     })
+}
+
+/// The human report: a header, the ranked table, then warnings per destination.
+pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate]) -> String {
+    let mut out = String::new();
+    let bytes = corpus.total_bytes();
+    let objects = corpus.total_objects();
+    let avg = bytes.checked_div(objects).unwrap_or(0);
+    out.push_str(&format!(
+        "Corpus   {} in {} objects (avg {}), {}; horizon {} months\n",
+        fmt_bytes(bytes),
+        fmt_count(objects),
+        fmt_bytes(avg),
+        src.canonical(),
+        a.months
+    ));
+    if corpus.origin != "flags" {
+        out.push_str(&format!("         from {}", corpus.origin));
+        if corpus.skipped_lines > 0 {
+            out.push_str(&format!(
+                " ({} directory markers / delete markers skipped)",
+                corpus.skipped_lines
+            ));
+        }
+        out.push('\n');
+    }
+    if let Some(best) = ranked.iter().find(|c| c.kind == Kind::Move) {
+        let t = &best.time;
+        out.push_str(&format!(
+            "Transfer {} to {}, {}-bound at {} ({} worker(s) x {} in flight, {} ms per request{})\n",
+            fmt_duration(t.seconds),
+            best.provider,
+            t.bound.as_str(),
+            fmt_rate_bits(t.effective_bandwidth),
+            a.workers,
+            a.concurrency,
+            a.latency_ms,
+            if t.restore_seconds > Decimal::ZERO {
+                format!(", plus {} of archive restore", fmt_duration(t.restore_seconds))
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if let Some(r) = &a.reads {
+        out.push_str(&format!(
+            "Reads    {} full reads a month from {} for {} months; \"stay\" keeps the data at {}\n",
+            r.per_month.normalize(),
+            r.compute.canonical(),
+            a.months,
+            src.canonical()
+        ));
+        out.push('\n');
+        out.push_str(&horizon_table(a, ranked));
+    } else {
+        out.push('\n');
+        out.push_str(&move_table(a, ranked));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut lines = Vec::new();
+    for c in ranked {
+        for w in &c.warnings {
+            if seen.insert(w.clone()) {
+                lines.push(format!("! {w}"));
+            }
+        }
+    }
+    if !lines.is_empty() {
+        out.push('\n');
+        out.push_str(&lines.join("\n"));
+        out.push('\n');
+    }
+    out
+}
+
+/// Move or stay: what each candidate costs once, every month, over the horizon, and from which
+/// month moving pays.
+fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
+    let mut out = String::new();
+    let mut table = compact();
+    let horizon = format!("{}-mo\ntotal", a.months);
+    table.set_header(vec![
+        "#",
+        "candidate",
+        "move\n(once)",
+        "storage\n/mo",
+        "reads/mo",
+        "read\npath",
+        horizon.as_str(),
+        "break-\neven",
+        "time",
+        "GPU\nidle",
+        "leave\nlater",
+    ]);
+    for (i, c) in ranked.iter().enumerate() {
+        let k = &c.cost;
+        let be = match (c.kind, c.break_even_month) {
+            (Kind::Stay, _) => "-".to_string(),
+            (Kind::Move, Some(0)) => "at once".to_string(),
+            (Kind::Move, Some(m)) => format!("month {m}"),
+            (Kind::Move, None) => "never".to_string(),
+        };
+        let name = match c.kind {
+            // On two lines: the table fits 100 columns (see `ranked_table`).
+            Kind::Stay => format!("stay\n({})", c.resolved),
+            Kind::Move => c.destination.clone(),
+        };
+        table.add_row(vec![
+            (i + 1).to_string(),
+            name,
+            k.one_time().to_string(),
+            k.storage_per_month.to_string(),
+            k.reads_per_month.to_string(),
+            c.reads
+                .as_ref()
+                .map_or("-".to_string(), |p| p.route.as_str().to_string()),
+            k.total().to_string(),
+            be,
+            horizon::move_time(c),
+            k.gpu_idle.to_string(),
+            match c.kind {
+                Kind::Stay => "-".to_string(),
+                Kind::Move => k.exit_egress.to_string(),
+            },
+        ]);
+    }
+    finish(&mut table, usize::MAX);
+    for col in [2, 3, 4, 6, 9, 10] {
+        if let Some(c) = table.column_mut(col) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    out.push_str(&trimmed(&table));
+    out.push('\n');
+    out.push_str(
+        "\nbreak-even: the first month from which the candidate has cost no more than staying, to the end of the horizon\n",
+    );
+    for c in ranked {
+        if let Some(l) = horizon::describe(c) {
+            out.push_str(&format!("  {l}\n"));
+        }
+    }
+    out
+}
+
+/// The one-move table (no `--compute-at`): see [`ranked_table`].
+fn move_table(a: &Assumptions, ranked: &[Candidate]) -> String {
+    let mut out = ranked_table(ranked, a.months);
+    out.push('\n');
+    out
+}
+
+/// A table in the compact style of the plan's tables: horizontal rules only, columns one space
+/// apart (comfy-table draws a missing vertical line as a space; cells get no padding), never
+/// wrapped (so no number is broken across lines).
+fn compact() -> Table {
+    use comfy_table::TableComponent;
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_HORIZONTAL_ONLY)
+        .remove_style(TableComponent::VerticalLines)
+        .remove_style(TableComponent::LeftBorder)
+        .remove_style(TableComponent::RightBorder)
+        .remove_style(TableComponent::TopBorder)
+        .remove_style(TableComponent::BottomBorder)
+        .remove_style(TableComponent::TopBorderIntersections)
+        .remove_style(TableComponent::BottomBorderIntersections)
+        .remove_style(TableComponent::TopLeftCorner)
+        .remove_style(TableComponent::TopRightCorner)
+        .remove_style(TableComponent::BottomLeftCorner)
+        .remove_style(TableComponent::BottomRightCorner)
+        .remove_style(TableComponent::HorizontalLines)
+        .remove_style(TableComponent::MiddleIntersections)
+        .remove_style(TableComponent::LeftBorderIntersections)
+        .remove_style(TableComponent::RightBorderIntersections)
+        .remove_style(TableComponent::LeftHeaderIntersection)
+        .remove_style(TableComponent::RightHeaderIntersection)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    table
+}
+
+/// Right-aligns columns `from..` and takes the padding off every cell (see [`compact`]).
+fn finish(table: &mut Table, from: usize) {
+    for (i, col) in table.column_iter_mut().enumerate() {
+        col.set_padding((0, 0));
+        if i >= from {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+/// The lines of a table without trailing blanks.
+fn trimmed(table: &Table) -> String {
+    table
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The widest the ranked table is laid out to: it fits a 100-column terminal (and a log or mail
@@ -176,28 +431,7 @@ fn width(table: &str) -> usize {
 }
 
 fn layout(ranked: &[Candidate], months: u32, cols: &[Col]) -> String {
-    use comfy_table::TableComponent;
-    let mut table = Table::new();
-    table
-        .load_preset(UTF8_HORIZONTAL_ONLY)
-        .remove_style(TableComponent::VerticalLines)
-        .remove_style(TableComponent::LeftBorder)
-        .remove_style(TableComponent::RightBorder)
-        .remove_style(TableComponent::TopBorder)
-        .remove_style(TableComponent::BottomBorder)
-        .remove_style(TableComponent::TopBorderIntersections)
-        .remove_style(TableComponent::BottomBorderIntersections)
-        .remove_style(TableComponent::TopLeftCorner)
-        .remove_style(TableComponent::TopRightCorner)
-        .remove_style(TableComponent::BottomLeftCorner)
-        .remove_style(TableComponent::BottomRightCorner)
-        .remove_style(TableComponent::HorizontalLines)
-        .remove_style(TableComponent::MiddleIntersections)
-        .remove_style(TableComponent::LeftBorderIntersections)
-        .remove_style(TableComponent::RightBorderIntersections)
-        .remove_style(TableComponent::LeftHeaderIntersection)
-        .remove_style(TableComponent::RightHeaderIntersection)
-        .set_content_arrangement(ContentArrangement::Disabled);
+    let mut table = compact();
     let horizon = format!("{months}-mo\nstorage");
     table.set_header(cols.iter().map(|c| match c {
         Col::Rank => "#",
@@ -230,78 +464,6 @@ fn layout(ranked: &[Candidate], months: u32, cols: &[Col]) -> String {
             Col::LeaveLater => k.exit_egress.to_string(),
         }));
     }
-    for (i, col) in table.column_iter_mut().enumerate() {
-        // Columns are one space apart: comfy-table draws a missing vertical line as a space.
-        col.set_padding((0, 0));
-        if i >= 2 {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    table
-        .lines()
-        .map(|l| l.trim_end().to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The human report: a header, the ranked table, then warnings per destination.
-pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate]) -> String {
-    let mut out = String::new();
-    let bytes = corpus.total_bytes();
-    let objects = corpus.total_objects();
-    let avg = bytes.checked_div(objects).unwrap_or(0);
-    out.push_str(&format!(
-        "Corpus   {} in {} objects (avg {}), {}; horizon {} months\n",
-        fmt_bytes(bytes),
-        fmt_count(objects),
-        fmt_bytes(avg),
-        src.canonical(),
-        a.months
-    ));
-    if corpus.origin != "flags" {
-        out.push_str(&format!("         from {}", corpus.origin));
-        if corpus.skipped_lines > 0 {
-            out.push_str(&format!(
-                " ({} directory markers / delete markers skipped)",
-                corpus.skipped_lines
-            ));
-        }
-        out.push('\n');
-    }
-    if let Some(best) = ranked.first() {
-        let t = &best.time;
-        out.push_str(&format!(
-            "Transfer {} to {}, {}-bound at {} ({} worker(s) x {} in flight, {} ms per request{})\n",
-            fmt_duration(t.seconds),
-            best.provider,
-            t.bound.as_str(),
-            fmt_rate_bits(t.effective_bandwidth),
-            a.workers,
-            a.concurrency,
-            a.latency_ms,
-            if t.restore_seconds > Decimal::ZERO {
-                format!(", plus {} of archive restore", fmt_duration(t.restore_seconds))
-            } else {
-                String::new()
-            }
-        ));
-    }
-    out.push('\n');
-    out.push_str(&ranked_table(ranked, a.months));
-    out.push('\n');
-    let mut seen = std::collections::BTreeSet::new();
-    let mut lines = Vec::new();
-    for c in ranked {
-        for w in &c.warnings {
-            if seen.insert(w.clone()) {
-                lines.push(format!("! {w}"));
-            }
-        }
-    }
-    if !lines.is_empty() {
-        out.push('\n');
-        out.push_str(&lines.join("\n"));
-        out.push('\n');
-    }
-    out
+    finish(&mut table, 2);
+    trimmed(&table)
 }

@@ -11,8 +11,9 @@
 //!   (object_store hands them back in `GetResult::extensions`), and into a task-local
 //!   [`Capture`] slot for calls whose results carry no extensions (`put_part`).
 //!
-//! The wrapper never reads or changes bodies, and never logs: request URLs may hold presigned
-//! credentials.
+//! The wrapper never reads or changes bodies. It logs (target `moverctl::http`) each request at
+//! debug level and each failed or throttled one at info, with the method, the store, the URL's
+//! *path* and the status: never the query (presigned signatures, SAS tokens) or a header.
 
 use object_store::ClientOptions;
 use object_store::client::{
@@ -170,6 +171,11 @@ pub struct Observer {
     pub server_errors: AtomicU64,
     pub requests: AtomicU64,
     hook: Mutex<Option<Hook>>,
+    /// The store's location as shown, for log lines.
+    label: std::sync::OnceLock<String>,
+    /// Failed attempts of requests still being retried, by method and path: the retry number
+    /// in log lines (object_store retries its own requests without telling).
+    failing: Mutex<std::collections::HashMap<(String, String), u32>>,
 }
 
 impl std::fmt::Debug for Observer {
@@ -182,6 +188,37 @@ impl std::fmt::Debug for Observer {
 }
 
 impl Observer {
+    /// Names the store in log lines (its location as shown).
+    pub fn set_label(&self, label: String) {
+        let _ = self.label.set(label);
+    }
+
+    fn label(&self) -> &str {
+        self.label.get().map(String::as_str).unwrap_or("store")
+    }
+
+    /// Counts a failed attempt of `method path`; returns its retry number (1 for the first
+    /// failure).
+    fn failed_attempt(&self, method: &str, path: &str) -> u32 {
+        let mut m = self.failing.lock().expect("failing lock");
+        if m.len() > 10_000 {
+            m.clear();
+        }
+        let n = m.entry((method.to_string(), path.to_string())).or_default();
+        *n += 1;
+        *n
+    }
+
+    /// Forgets the failures of `method path` (it succeeded); returns how many there were.
+    fn succeeded(&self, method: &str, path: &str) -> u32 {
+        let mut m = self.failing.lock().expect("failing lock");
+        if m.is_empty() {
+            return 0;
+        }
+        m.remove(&(method.to_string(), path.to_string()))
+            .unwrap_or(0)
+    }
+
     /// Calls `f` on every throttling answer (503, 429) from now on.
     pub fn on_throttle(&self, f: impl Fn() + Send + Sync + 'static) {
         *self.hook.lock().expect("hook lock") = Some(Arc::new(f));
@@ -245,14 +282,120 @@ impl HttpService for Observed {
                     .insert(http::HeaderName::from_static("content-md5"), v);
             }
         }
-        let mut res = self.inner.execute(req).await?;
-        self.observer.saw(res.status().as_u16());
+        let method = req.method().to_string();
+        let path = req.uri().path().to_string();
+        let host = req
+            .uri()
+            .authority()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let started = std::time::Instant::now();
+        let mut res = match self.inner.execute(req).await {
+            Ok(r) => r,
+            Err(e) => {
+                let n = self.observer.failed_attempt(&method, &path);
+                tracing::info!(
+                    target: "moverctl::http",
+                    store = self.observer.label(),
+                    method = %method,
+                    path = %path,
+                    attempt = n,
+                    ms = started.elapsed().as_millis() as u64,
+                    "{method} {path}: {} ({host}); failed attempt {n}, retried under the retry policy",
+                    plain_cause(&e)
+                );
+                return Err(e);
+            }
+        };
+        let status = res.status().as_u16();
+        self.observer.saw(status);
+        let ms = started.elapsed().as_millis() as u64;
+        if status >= 500 || status == 429 || status == 408 {
+            let n = self.observer.failed_attempt(&method, &path);
+            let what = if status == 503 || status == 429 {
+                "the store asks to slow down"
+            } else {
+                "server error"
+            };
+            tracing::info!(
+                target: "moverctl::http",
+                store = self.observer.label(),
+                method = %method,
+                path = %path,
+                status,
+                attempt = n,
+                ms,
+                "{method} {path}: {status} ({what}); failed attempt {n}, retried under the retry policy"
+            );
+        } else {
+            let retries = self.observer.succeeded(&method, &path);
+            tracing::debug!(
+                target: "moverctl::http",
+                store = self.observer.label(),
+                method = %method,
+                path = %path,
+                status,
+                retries,
+                ms,
+                "request"
+            );
+        }
         let found = DigestHeaders::of(res.headers());
         let _ = CAPTURE.try_with(|c| {
             *c.0.lock().expect("capture lock") = Some(found.clone());
         });
         res.extensions_mut().insert(found);
         Ok(res)
+    }
+}
+
+/// A reqwest failure in plain words, naming `authority` (host:port) but never the URL: "cannot
+/// connect to 127.0.0.1:9: Connection refused (os error 111)".
+pub fn plain_reqwest_cause(e: &reqwest::Error, authority: &str) -> String {
+    let mut inner: &(dyn std::error::Error + 'static) = e;
+    while let Some(s) = inner.source() {
+        inner = s;
+    }
+    let kind = if e.is_connect() {
+        format!("cannot connect to {authority}")
+    } else if e.is_timeout() {
+        format!("{authority} timed out")
+    } else if e.is_body() || e.is_decode() {
+        format!("the answer from {authority} broke off")
+    } else {
+        format!("the request to {authority} failed")
+    };
+    let text = inner.to_string();
+    if text.contains("://")
+        || std::ptr::eq(inner as *const _ as *const u8, e as *const _ as *const u8)
+    {
+        kind
+    } else {
+        format!("{kind}: {text}")
+    }
+}
+
+/// The cause of a failed request in plain words, without its URL: the innermost error of the
+/// chain ("Connection refused (os error 111)"), which names no URL, after the error's kind.
+fn plain_cause(e: &HttpError) -> String {
+    let mut inner: &(dyn std::error::Error + 'static) = e;
+    while let Some(s) = inner.source() {
+        inner = s;
+    }
+    let kind = match e.kind() {
+        object_store::client::HttpErrorKind::Connect => "cannot connect",
+        object_store::client::HttpErrorKind::Request => "the request failed",
+        object_store::client::HttpErrorKind::Timeout => "timed out",
+        object_store::client::HttpErrorKind::Decode => "the answer could not be read",
+        object_store::client::HttpErrorKind::Interrupted => "the connection broke off",
+        _ => "failed",
+    };
+    let text = inner.to_string();
+    // reqwest's own messages name the URL ("error sending request for url (…)"): never shown.
+    if text.contains("://") {
+        kind.to_string()
+    } else {
+        format!("{kind}: {text}")
     }
 }
 

@@ -579,7 +579,17 @@ impl PageState {
             requests.fetch_add(1, Relaxed);
             let prefix = (!prefix.is_empty()).then_some(prefix.as_str());
             match pages.list_paginated(prefix, opts.clone()).await {
-                Err(e) if transient(&e) && backoff.wait().await => continue,
+                Err(e)
+                    if transient(&e)
+                        && backoff
+                            .wait_logged(
+                                &format!("listing {}", self.store.shown()),
+                                &crate::store::error::StoreErrorKind::of(&e).to_string(),
+                            )
+                            .await =>
+                {
+                    continue;
+                }
                 r => break r,
             }
         };

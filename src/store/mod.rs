@@ -377,6 +377,7 @@ impl Store {
         let storage_class = remote.and_then(|r| r.storage_class.clone());
         let prefix = loc.prefix().to_string();
         let observer = Arc::new(http::Observer::default());
+        observer.set_label(shown.clone());
         match &loc {
             Location::S3 { bucket, .. } => {
                 let (s, credentials) = build_s3_described(&loc, bucket, remote, observer.clone())?;

