@@ -23,6 +23,7 @@
 //! - `shard`: one move split across machines (key ranges, `--shard K/N|auto`, the plan's split);
 //!   progress records of a shard on a store live in [`transfer::progress_store`].
 
+pub mod bwlimit;
 pub mod catalog;
 pub mod checksum;
 pub mod cli;

@@ -127,8 +127,22 @@ pub struct Limits {
     inner: Arc<Inner>,
 }
 
+/// A byte rate that changes with the time of day (`--bwlimit` timetables): asked at most once
+/// per [`SCHEDULE_CHECK`]; `None` is no limit.
+pub type Schedule = Arc<dyn Fn() -> Option<u64> + Send + Sync>;
+
+/// How often a timetable is looked at during a run.
+pub const SCHEDULE_CHECK: Duration = Duration::from_secs(1);
+
+struct ByteState {
+    bucket: Option<Arc<ByteBucket<DefaultClock>>>,
+    checked: Option<Instant>,
+}
+
 struct Inner {
-    bytes: Option<ByteBucket<DefaultClock>>,
+    /// The bucket in force; replaced (a fresh one at the new rate) when the schedule says so.
+    bytes: Mutex<ByteState>,
+    schedule: Option<Schedule>,
     /// Byte grants are served one at a time, first come first served (tokio's mutex is fair):
     /// interleaved pieces of many large grants would finish them all together, late.
     byte_turn: tokio::sync::Mutex<()>,
@@ -145,15 +159,20 @@ impl Limits {
     /// Limits for one run. `None` or `Some(0)` means no limit for that rate. The in-flight window
     /// starts at [`DEFAULT_CONCURRENCY`]; use [`Limits::with_concurrency`] to set it.
     pub fn new(bytes_per_sec: Option<u64>, requests_per_sec: Option<u32>) -> Limits {
-        let bytes = bytes_per_sec
+        let bucket = bytes_per_sec
             .filter(|&b| b > 0)
-            .map(|b| ByteBucket::with_clock(b, DefaultClock::default()));
+            .map(|b| Arc::new(ByteBucket::with_clock(b, DefaultClock::default())));
+        let bytes = Mutex::new(ByteState {
+            bucket,
+            checked: None,
+        });
         let requests = requests_per_sec
             .and_then(NonZeroU32::new)
             .map(RequestLimiter::new);
         Limits {
             inner: Arc::new(Inner {
                 bytes,
+                schedule: None,
                 byte_turn: tokio::sync::Mutex::new(()),
                 requests,
                 window: Arc::new(Window::new(DEFAULT_CONCURRENCY)),
@@ -178,6 +197,34 @@ impl Limits {
         self
     }
 
+    /// Limits whose byte rate follows `schedule` (asked now and then every [`SCHEDULE_CHECK`]).
+    /// Meant for construction, before the first clone.
+    pub fn with_schedule(mut self, schedule: Schedule) -> Limits {
+        let rate = schedule().filter(|&b| b > 0);
+        let inner = Arc::get_mut(&mut self.inner).expect("with_schedule before any clone");
+        inner.schedule = Some(schedule);
+        let st = inner.bytes.get_mut().unwrap_or_else(|p| p.into_inner());
+        st.bucket = rate.map(|b| Arc::new(ByteBucket::with_clock(b, DefaultClock::default())));
+        st.checked = Some(Instant::now());
+        self
+    }
+
+    /// The byte bucket in force now (after asking the schedule, when one is due).
+    fn bucket(&self) -> Option<Arc<ByteBucket<DefaultClock>>> {
+        let mut st = self.inner.bytes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = &self.inner.schedule
+            && st.checked.is_none_or(|t| t.elapsed() >= SCHEDULE_CHECK)
+        {
+            st.checked = Some(Instant::now());
+            let want = f().filter(|&b| b > 0);
+            if want != st.bucket.as_ref().map(|b| b.rate) {
+                st.bucket =
+                    want.map(|b| Arc::new(ByteBucket::with_clock(b, DefaultClock::default())));
+            }
+        }
+        st.bucket.clone()
+    }
+
     /// Waits until `n` more bytes may pass under the byte limit. Any `n` works: grants larger
     /// than the burst are taken in pieces. Dropping the future part-way forgets the rest.
     pub async fn take_bytes(&self, n: u64) {
@@ -185,7 +232,7 @@ impl Limits {
             return;
         }
         self.inner.bytes_passed.fetch_add(n, Ordering::Relaxed);
-        let Some(bucket) = &self.inner.bytes else {
+        let Some(bucket) = self.bucket() else {
             return;
         };
         let start = Instant::now();
@@ -197,7 +244,7 @@ impl Limits {
 
     /// The byte limit in bytes per second, when there is one.
     pub fn byte_rate(&self) -> Option<u64> {
-        self.inner.bytes.as_ref().map(|b| b.rate)
+        self.bucket().map(|b| b.rate)
     }
 
     /// Waits until one more request may start under the request limit.
@@ -298,7 +345,7 @@ impl Default for Limits {
 impl fmt::Debug for Limits {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Limits")
-            .field("bytes", &self.inner.bytes.as_ref().map(|b| b.quota))
+            .field("bytes", &self.bucket().map(|b| b.quota))
             .field(
                 "requests_per_sec",
                 &self.inner.requests.as_ref().map(|r| r.rate),
@@ -983,5 +1030,33 @@ mod tests {
             .expect("waiter woke")
             .unwrap();
         assert!(limits.stats().slot_wait >= Duration::from_millis(40));
+    }
+
+    /// A `--bwlimit` timetable: the rate in force changes during a run (a limit, then none).
+    #[tokio::test]
+    async fn a_schedule_changes_the_byte_rate_during_a_run() {
+        let rate = Arc::new(AtomicU64::new(256 << 10));
+        let r = rate.clone();
+        let limits = Limits::new(None, None)
+            .with_schedule(Arc::new(move || Some(r.load(Ordering::Relaxed))));
+        assert_eq!(limits.byte_rate(), Some(256 << 10));
+        // One burst (256 KiB) at once, then 512 KiB at 256 KiB/s.
+        let t = Instant::now();
+        limits.take_bytes(768 << 10).await;
+        assert!(
+            t.elapsed() >= Duration::from_millis(1500),
+            "{:?}",
+            t.elapsed()
+        );
+        rate.store(0, Ordering::Relaxed);
+        tokio::time::sleep(SCHEDULE_CHECK + Duration::from_millis(50)).await;
+        let t = Instant::now();
+        limits.take_bytes(100 * MIB).await;
+        assert!(
+            t.elapsed() < Duration::from_millis(300),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(limits.byte_rate(), None);
     }
 }

@@ -28,6 +28,42 @@ fn check_sign(s: &str, what: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A size as rclone writes it (`--min-size`, `--bwlimit`): a number with one suffix letter
+/// `B K M G T P` (any case, optionally followed by `i` or `iB`), each 1024 times the last, and
+/// KiB when there is none (`10M` = 10 MiB, `100` = 100 KiB). SI units with a `B` (`10MB`, `1GB`)
+/// keep moverctl's meaning (powers of 1000), as everywhere else in moverctl.
+pub fn parse_rclone_size(s: &str) -> Result<u64, String> {
+    check_sign(s, "a size")?;
+    let t = s.trim();
+    let (num, unit) = split_number(t);
+    let n = parse_decimal(num, t, "a size")?;
+    let u = unit.to_ascii_lowercase();
+    let letter = u
+        .strip_suffix("ib")
+        .or_else(|| u.strip_suffix('i'))
+        .unwrap_or(&u);
+    let shift = match letter {
+        "" => 10,
+        "b" => 0,
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        "t" => 40,
+        "p" => 50,
+        "kb" | "mb" | "gb" | "tb" | "pb" => return parse_bytes(t),
+        _ => {
+            return Err(format!(
+                "{t:?} is not a size: unknown suffix {unit:?} (rclone's B, K, M, G, T, P are powers \
+                 of 1024; a bare number is KiB)"
+            ));
+        }
+    };
+    (n * Decimal::from(1u64 << shift))
+        .round()
+        .to_u64()
+        .ok_or_else(|| format!("{t:?} is too large"))
+}
+
 /// Parse a byte size: `2PB`, `200TiB`, `1.5 GB`, `512`, `64k` (k, M, G… are decimal; Ki, Mi… binary).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     check_sign(s, "a size")?;
@@ -212,6 +248,26 @@ pub fn fmt_duration(secs: Decimal) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn rclone_sizes_are_binary_with_kib_by_default() {
+        for (given, want) in [
+            ("10M", 10u64 << 20),
+            ("10m", 10 << 20),
+            ("10Mi", 10 << 20),
+            ("10MiB", 10 << 20),
+            ("1.5G", 3 << 29),
+            ("100", 100 << 10),
+            ("100K", 100 << 10),
+            ("7B", 7),
+            ("10MB", 10_000_000),
+        ] {
+            assert_eq!(parse_rclone_size(given), Ok(want), "{given}");
+        }
+        for bad in ["10X", "-1M", "M", ""] {
+            assert!(parse_rclone_size(bad).is_err(), "{bad}");
+        }
+    }
     use super::*;
 
     #[test]

@@ -14,9 +14,8 @@ use crate::plan::file::PlanFile;
 use crate::store::Store;
 use crate::store::config::Remotes;
 use crate::transfer::{CopyOptions, Run, Verify};
-use crate::units::{fmt_bytes, parse_bytes, parse_rate};
+use crate::units::{fmt_bytes, parse_bytes};
 use clap::Args;
-use rust_decimal::prelude::ToPrimitive;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,8 +42,9 @@ pub struct EngineArgs {
     /// Upper bound for part buffers held in memory across the run.
     #[arg(long, default_value = "128MiB")]
     pub max_buffer: String,
-    /// Bandwidth limit over the whole run, e.g. 200MiB/s or 1Gbps.
-    #[arg(long)]
+    /// Bandwidth limit over the whole run: 200MiB/s, 1Gbps, or rclone's forms: 10M (MiB/s),
+    /// 10M:off (upload:download), a timetable "08:00,10M 19:00,off" (local time), off.
+    #[arg(long, value_name = "RATE")]
     pub bwlimit: Option<String>,
     /// Requests per second over the whole run.
     #[arg(long)]
@@ -59,12 +59,51 @@ pub struct EngineArgs {
     /// Show what would be copied and skipped, and why; change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Only keys matching this glob (repeatable), e.g. 'ckpt/**/*.safetensors'.
-    #[arg(long)]
+    /// Only keys matching this glob (repeatable; rclone's rules: '*.safetensors' at any depth,
+    /// '/ckpt/**' from the root only, '**' crosses folders).
+    #[arg(long, value_name = "GLOB")]
     pub include: Vec<String>,
-    /// Leave out keys matching this glob (repeatable).
-    #[arg(long)]
+    /// Leave out keys matching this glob (repeatable; rules as --include).
+    #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// Read --include patterns from a file, one a line ('#' and ';' start comments).
+    #[arg(long, value_name = "FILE")]
+    pub include_from: Vec<PathBuf>,
+    /// Read --exclude patterns from a file, one a line.
+    #[arg(long, value_name = "FILE")]
+    pub exclude_from: Vec<PathBuf>,
+    /// Only the keys listed in FILE (one a line, or `moverctl ls --json` output), sorted in byte
+    /// order; read alongside the listing, so any length works.
+    #[arg(long, value_name = "FILE")]
+    pub files_from: Option<PathBuf>,
+    /// Leave out objects smaller than SIZE (rclone units: 100K, 10M, 1G are binary; a bare
+    /// number is KiB; 10MB is 10^7 bytes).
+    #[arg(long, value_name = "SIZE")]
+    pub min_size: Option<String>,
+    /// Leave out objects larger than SIZE.
+    #[arg(long, value_name = "SIZE")]
+    pub max_size: Option<String>,
+    /// Only objects modified within this long (36h, 7d, 2w; a bare number is seconds) or since a
+    /// date (2026-11-01).
+    #[arg(long, value_name = "AGE")]
+    pub max_age: Option<String>,
+    /// Only objects modified longer ago than this (or before a date).
+    #[arg(long, value_name = "AGE")]
+    pub min_age: Option<String>,
+    /// Destination HEADs in flight at once, apart from --transfers (default: the checks share
+    /// the transfer slots). Each side is listed as one sorted stream, so listing is not affected.
+    #[arg(long, value_name = "N")]
+    pub checkers: Option<usize>,
+    /// Take a destination object of the source's size as the same: no MD5 comparison, no HEAD.
+    #[arg(long, conflicts_with = "checksum")]
+    pub size_only: bool,
+    /// Decide by checksums, never by modification times: what moverctl always does (accepted for
+    /// rclone's habit; see the decision table).
+    #[arg(long)]
+    pub checksum: bool,
+    /// Show progress: the default when stderr is a terminal (accepted for rclone's habit).
+    #[arg(long, short = 'P')]
+    pub progress: bool,
     /// Journal file (default: in the state folder, named after source and destination).
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
@@ -93,6 +132,14 @@ pub struct CopyArgs {
     pub src: String,
     /// Where to write.
     pub dst: String,
+    /// Storage class written at the destination: a catalog class (`moverctl providers show
+    /// PROVIDER`) or the store's own name (GLACIER_IR, Cool). Overrides the remote's.
+    #[arg(long, value_name = "CLASS")]
+    pub storage_class: Option<String>,
+    /// Print nothing when all is well (no summary); problems and the summary of a run that did
+    /// not succeed still go to stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -101,6 +148,14 @@ pub struct CopyArgs {
 pub struct ExecArgs {
     /// A plan file written by `moverctl plan --save`.
     pub plan: PathBuf,
+    /// Storage class written at the destination: a catalog class (`moverctl providers show
+    /// PROVIDER`) or the store's own name (GLACIER_IR, Cool). Overrides the remote's.
+    #[arg(long, value_name = "CLASS")]
+    pub storage_class: Option<String>,
+    /// Print nothing when all is well (no summary); problems and the summary of a run that did
+    /// not succeed still go to stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Source location, when the plan has none (or to override it).
     #[arg(long)]
     pub src: Option<String>,
@@ -125,20 +180,33 @@ pub(super) fn usage(m: impl Into<String>) -> CliError {
 }
 
 fn globs(flag: &str, pats: &[String]) -> Result<Option<globset::GlobSet>, CliError> {
-    if pats.is_empty() {
-        return Ok(None);
-    }
-    let mut b = globset::GlobSetBuilder::new();
-    for p in pats {
-        let g = globset::GlobBuilder::new(p)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| usage(format!("{flag} {p:?}: {e}")))?;
-        b.add(g);
-    }
-    b.build()
-        .map(Some)
-        .map_err(|e| usage(format!("{flag}: {e}")))
+    crate::transfer::filter::globs(flag, pats).map_err(usage)
+}
+
+/// --min-size, --max-size, --max-age, --min-age and --files-from.
+fn selection(e: &EngineArgs) -> Result<crate::transfer::filter::Selection, CliError> {
+    use crate::transfer::filter::{FilesFrom, Selection, parse_age};
+    let size = |flag: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(|v| crate::units::parse_rclone_size(v).map_err(|m| usage(format!("{flag}: {m}"))))
+            .transpose()
+    };
+    let now = chrono::Utc::now();
+    let age = |flag: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(|v| parse_age(flag, v, now).map_err(usage))
+            .transpose()
+    };
+    Ok(Selection {
+        min_size: size("--min-size", &e.min_size)?,
+        max_size: size("--max-size", &e.max_size)?,
+        modified_after: age("--max-age", &e.max_age)?,
+        modified_before: age("--min-age", &e.min_age)?,
+        files_from: match &e.files_from {
+            Some(p) => Some(Arc::new(FilesFrom::open(p).map_err(usage)?.0)),
+            None => None,
+        },
+    })
 }
 
 /// The destination's part limits: its provider's (resolved as every command does), else
@@ -155,6 +223,8 @@ pub(super) struct Resolved {
     pub(super) limits: Limits,
     pub(super) journal_path: PathBuf,
     pub(super) json: bool,
+    /// `copy`/`exec --quiet`: no summary on success (sync has its own).
+    pub(super) quiet: bool,
     /// The progress bar and stats line (see `progress.rs`).
     pub(super) display: Display,
 }
@@ -252,16 +322,37 @@ pub(super) fn resolve(
         }
     };
     let bw = match &e.bwlimit {
-        Some(v) => {
-            let r = parse_rate(v).map_err(|m| usage(format!("--bwlimit: {m}")))?;
-            Some(r.round().to_u64().unwrap_or(u64::MAX).max(1))
-        }
+        Some(v) => Some(crate::bwlimit::parse(v).map_err(|m| usage(format!("--bwlimit: {m}")))?),
         None => None,
     };
     if e.tpslimit == Some(0) {
         return Err(usage("--tpslimit must be at least 1"));
     }
-    let limits = Limits::new(bw, e.tpslimit).with_concurrency(e.transfers);
+    // A local side is neither a download nor an upload (see crate::bwlimit).
+    let remote = |s: &Store| !matches!(s.kind, crate::store::Kind::Local);
+    let (reads, writes) = (remote(src), remote(dst));
+    let limits = match bw {
+        Some(crate::bwlimit::BwLimit::Fixed(r)) => {
+            Limits::new(r.effective(reads, writes), e.tpslimit)
+        }
+        Some(table) => Limits::new(None, e.tpslimit)
+            .with_schedule(Arc::new(move || table.rate_now().effective(reads, writes))),
+        None => Limits::new(None, e.tpslimit),
+    }
+    .with_concurrency(e.transfers);
+    let (mut includes, mut excludes) = (e.include.clone(), e.exclude.clone());
+    for f in &e.include_from {
+        includes
+            .extend(crate::transfer::filter::patterns_from("--include-from", f).map_err(usage)?);
+    }
+    for f in &e.exclude_from {
+        excludes
+            .extend(crate::transfer::filter::patterns_from("--exclude-from", f).map_err(usage)?);
+    }
+    if e.checkers == Some(0) {
+        return Err(usage("--checkers must be at least 1"));
+    }
+    let select = selection(e)?;
     let journal_path = e
         .journal
         .clone()
@@ -278,8 +369,11 @@ pub(super) fn resolve(
             retries: e.retries,
             verify,
             dry_run: e.dry_run,
-            include: globs("--include", &e.include)?,
-            exclude: globs("--exclude", &e.exclude)?,
+            include: globs("--include", &includes)?,
+            exclude: globs("--exclude", &excludes)?,
+            select,
+            size_only: e.size_only,
+            checkers: e.checkers,
             counters: Some(Arc::new(crate::transfer::Counters::default())),
             fsync: e.fsync.parse().map_err(usage)?,
             preserve_mtime: e.preserve_mtime,
@@ -288,15 +382,22 @@ pub(super) fn resolve(
         limits,
         journal_path,
         json: e.json,
+        quiet: false,
         display,
     })
 }
 
 pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<Exit, CliError> {
-    let (mut src, mut dst) = Store::open_pair(&args.src, &args.dst, remotes)?;
+    let one = super::single::detect(&args.src, &args.dst, remotes);
+    let (mut src, mut dst) = match &one {
+        Some(o) => o.open(remotes)?,
+        None => Store::open_pair(&args.src, &args.dst, remotes)?,
+    };
     super::stores::refine_caps(catalog, &mut src);
     super::stores::refine_caps(catalog, &mut dst);
-    let r = resolve(&args.engine, catalog, &src, &dst, None)?;
+    super::stores::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
+    let mut r = resolve(&args.engine, catalog, &src, &dst, None)?;
+    r.quiet = args.quiet;
     drive(src, dst, r, None, catalog, None)
 }
 
@@ -334,6 +435,7 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
         &mut dst,
         remotes,
     )?;
+    super::stores::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, Some(&plan))?;
     if let Some(s) = &shard
         && args.engine.journal.is_none()
@@ -344,6 +446,7 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
             &format!("{}{}", dst.identity, s.tag()),
         );
     }
+    r.quiet = args.quiet;
     drive(src, dst, r, Some(&plan), catalog, shard)
 }
 
@@ -399,7 +502,16 @@ fn drive(
             r.opts.counters.clone(),
         );
         let progress = Progress::new(
-            r.display.clone(),
+            if r.quiet {
+                // --quiet: no bar and no stats line either.
+                super::progress::Display {
+                    bar: false,
+                    stats: None,
+                    ..r.display.clone()
+                }
+            } else {
+                r.display.clone()
+            },
             r.opts.counters.clone().unwrap_or_default(),
         );
         // Two listed MD5 ETags that differ prove a change, whatever moverctl metadata on the
@@ -479,7 +591,9 @@ fn drive(
     written.map_err(super::shard_cmd::progress_err)?;
     let vs = plan.and_then(|p| against_plan(&report, p, catalog));
     let exit = Exit::of_run(&report, None);
-    if json {
+    if r.quiet && exit == Exit::Success && !json {
+        // Silent on success.
+    } else if json {
         let ids = super::copy_summary::RunIds {
             command: if plan.is_some() { "exec" } else { "copy" },
             source: &src_shown,

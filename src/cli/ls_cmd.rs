@@ -104,5 +104,6 @@ pub fn run(remotes: &Remotes, args: LsArgs) -> Result<super::exit::Exit, CliErro
 }
 
 fn io_err(e: std::io::Error) -> CliError {
+    super::pipe::note(&e);
     CliError::Failure(format!("writing the listing: {e}"))
 }

@@ -1,5 +1,7 @@
 //! `sync --metrics-file`: the Prometheus textfile a node_exporter collects, replaced whole
-//! (written to a temporary name, then renamed) after every run, failed ones included.
+//! (written to a temporary name, then renamed) after every run, failed ones included; with
+//! `--metrics-push URL`, the same text is also PUT to a Pushgateway group (Kubernetes CronJobs:
+//! the pod's node changes from run to run, so no node's textfile collector would see it).
 
 use super::CliError;
 use super::exit::Exit;
@@ -14,6 +16,8 @@ use std::path::{Path, PathBuf};
 /// The Prometheus textfile.
 pub(super) struct Metrics {
     pub(super) path: PathBuf,
+    /// A Pushgateway group URL to PUT the same text to.
+    pub(super) push: Option<String>,
     pub(super) src: String,
     pub(super) dst: String,
 }
@@ -179,9 +183,62 @@ impl Metrics {
                 text.push_str(&format!("{P}{name}{labels} {value}\n"));
             }
         }
-        write_atomically(&self.path, &text)
-            .map_err(|e| CliError::Failure(format!("--metrics-file {}: {e}", self.path.display())))
+        write_atomically(&self.path, &text).map_err(|e| {
+            CliError::Failure(format!("--metrics-file {}: {e}", self.path.display()))
+        })?;
+        if let Some(url) = &self.push
+            && let Err(e) = push(url, text)
+        {
+            // The run's own outcome stands; a stale push is what the staleness alert catches.
+            eprintln!("moverctl: warning: --metrics-push: {e}");
+        }
+        Ok(())
     }
+}
+
+/// A Pushgateway URL: http(s), no user info or query (credentials never go in a URL here).
+pub(super) fn check_push_url(u: &str) -> Result<(), CliError> {
+    let bad = |why: &str| CliError::Usage(format!("--metrics-push: {why}"));
+    let url = url::Url::parse(u).map_err(|e| bad(&format!("{u:?} is not a URL: {e}")))?;
+    if !url.username().is_empty() || url.password().is_some() || url.query().is_some() {
+        return Err(bad(
+            "the URL carries a user name, password or query (withheld); credentials do not go in URLs",
+        ));
+    }
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(bad(&format!("{u:?} is not an http(s) URL")));
+    }
+    if !url.path().contains("/metrics/job/") {
+        return Err(bad(&format!(
+            "{u:?} is not a Pushgateway group URL (…/metrics/job/NAME[/LABEL/VALUE…])"
+        )));
+    }
+    Ok(())
+}
+
+/// PUT replaces the whole group at the Pushgateway with this run's metrics.
+fn push(url: &str, text: String) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let res = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|e| e.to_string())?
+            .put(url)
+            .header("Content-Type", "text/plain; version=0.0.4")
+            .body(text)
+            .send()
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        if res.status().is_success() {
+            Ok(())
+        } else {
+            Err(format!("the Pushgateway answered {}", res.status()))
+        }
+    })
 }
 
 /// Write to a temporary file in the same folder, then rename over the target: a reader (the

@@ -3,16 +3,21 @@
 
 mod copy_cmd;
 mod copy_summary;
+mod docs_cmd;
 pub mod exit;
 pub mod json;
 pub mod log;
 mod ls_cmd;
 mod metrics;
+mod outputs;
+mod pipe;
 mod plan_cmd;
 mod probe_cmd;
 mod progress;
 mod providers_cmd;
+mod remote_check;
 mod shard_cmd;
+mod single;
 mod status_cmd;
 pub mod stores;
 mod sync_cmd;
@@ -26,7 +31,7 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(
     name = "moverctl",
-    version,
+    version = docs_cmd::VERSION,
     about = "Price, plan, run and verify large object-storage moves between clouds",
     after_help = exit_help()
 )]
@@ -79,6 +84,18 @@ pub enum Command {
     /// Progress of a plan or copy from its journal (no store is contacted); of a sharded plan,
     /// every shard's record read from its progress location on the store.
     Status(status_cmd::StatusArgs),
+    /// Print a shell completion script: bash, zsh, fish, elvish or powershell
+    /// (e.g. `moverctl completions bash > /etc/bash_completion.d/moverctl`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages (moverctl.1 and one per command) into DIR, e.g. `moverctl man
+    /// /usr/local/share/man/man1`.
+    Man {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -240,9 +257,12 @@ pub fn load_catalog(dir: Option<&std::path::Path>) -> Result<Catalog, CliError> 
 
 /// Parse arguments, run, print any error once, and return the exit code.
 pub fn main() -> std::process::ExitCode {
+    pipe::install_hook();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code.into(),
+        // The reader of stdout went away (`| head`): nothing more to say to anyone.
+        Err(_) if pipe::broken() => Exit::Success.into(),
         Err(e) => {
             eprintln!("moverctl: error: {e}");
             e.exit().into()
@@ -256,33 +276,40 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         .map_err(|e| CliError::Usage(format!("--retry-timeout {:?}: {e}", cli.retry_timeout)))?;
     crate::store::retry::set_timeout(window);
     let catalog = load_catalog(cli.providers.as_deref())?;
+    let load_remotes = || -> Result<crate::store::config::Remotes, CliError> {
+        let r = crate::store::config::Remotes::load(cli.config.as_deref())?;
+        remote_check::check(&catalog, &r)?;
+        Ok(r)
+    };
     match cli.command {
         Command::Plan(args) => {
             plan_cmd::run(&catalog, cli.config.as_deref(), *args).map(|()| Exit::Success)
         }
         Command::Providers(args) => providers_cmd::run(&catalog, args).map(|()| Exit::Success),
         Command::Ls(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             ls_cmd::run(&remotes, args)
         }
         Command::Probe(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             probe_cmd::run(&remotes, args)
         }
         Command::Copy(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             copy_cmd::run_copy(&catalog, &remotes, *args)
         }
         Command::Sync(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             sync_cmd::run_sync(&catalog, &remotes, *args)
         }
         Command::Exec(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             copy_cmd::run_exec(&catalog, &remotes, *args)
         }
+        Command::Completions { shell } => docs_cmd::completions(shell).map(|()| Exit::Success),
+        Command::Man { dir } => docs_cmd::man(&dir).map(|()| Exit::Success),
         Command::Status(args) => {
-            let remotes = crate::store::config::Remotes::load(cli.config.as_deref())?;
+            let remotes = load_remotes()?;
             status_cmd::run_status(&remotes, args)
         }
     }

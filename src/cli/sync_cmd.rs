@@ -66,6 +66,11 @@ pub struct SyncArgs {
     /// atomically.
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
+    /// Also PUT the metrics to a Prometheus Pushgateway group URL after every run, e.g.
+    /// http://pushgateway:9091/metrics/job/moverctl/mirror/corpus (needs --metrics-file, which
+    /// keeps the last success time across runs).
+    #[arg(long, value_name = "URL", requires = "metrics_file")]
+    pub metrics_push: Option<String>,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -81,6 +86,12 @@ would copy, delete or keep). Exit code 5 (delete guard) is sync's own; 6 means a
 
 pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<Exit, CliError> {
     let started_at = std::time::SystemTime::now();
+    if let Some(m) = &args.metrics_file {
+        super::outputs::check_file("--metrics-file", m)?;
+    }
+    if let Some(u) = &args.metrics_push {
+        super::metrics::check_push_url(u)?;
+    }
     let (mut src, mut dst) = Store::open_pair(&args.src, &args.dst, remotes)?;
     super::stores::refine_caps(catalog, &mut src);
     super::stores::refine_caps(catalog, &mut dst);
@@ -116,6 +127,7 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
     };
     let metrics = args.metrics_file.clone().map(|path| Metrics {
         path,
+        push: args.metrics_push.clone(),
         src: src_shown.clone(),
         dst: dst_shown.clone(),
     });

@@ -21,7 +21,7 @@ use super::horizon;
 use super::model::{Assumptions, Candidate, Kind};
 use crate::catalog::Place;
 use crate::units::{fmt_bytes, fmt_count, fmt_duration, fmt_rate_bits};
-use comfy_table::{CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{CellAlignment, ContentArrangement, Table, presets::UTF8_HORIZONTAL_ONLY};
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 
@@ -227,23 +227,20 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
 /// month moving pays.
 fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
     let mut out = String::new();
-    let mut table = Table::new();
-    table
-        .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
-    let horizon = format!("{}-mo total", a.months);
+    let mut table = compact();
+    let horizon = format!("{}-mo\ntotal", a.months);
     table.set_header(vec![
         "#",
         "candidate",
-        "move (once)",
-        "storage/mo",
+        "move\n(once)",
+        "storage\n/mo",
         "reads/mo",
-        "read path",
+        "read\npath",
         horizon.as_str(),
-        "break-even",
+        "break-\neven",
         "time",
-        "GPU idle",
-        "leave later",
+        "GPU\nidle",
+        "leave\nlater",
     ]);
     for (i, c) in ranked.iter().enumerate() {
         let k = &c.cost;
@@ -254,7 +251,8 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
             (Kind::Move, None) => "never".to_string(),
         };
         let name = match c.kind {
-            Kind::Stay => format!("stay ({})", c.resolved),
+            // On two lines: the table fits 100 columns (see `ranked_table`).
+            Kind::Stay => format!("stay\n({})", c.resolved),
             Kind::Move => c.destination.clone(),
         };
         table.add_row(vec![
@@ -276,12 +274,13 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
             },
         ]);
     }
+    finish(&mut table, usize::MAX);
     for col in [2, 3, 4, 6, 9, 10] {
         if let Some(c) = table.column_mut(col) {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    out.push_str(&table.to_string());
+    out.push_str(&trimmed(&table));
     out.push('\n');
     out.push_str(
         "\nbreak-even: the first month from which the candidate has cost no more than staying, to the end of the horizon\n",
@@ -294,51 +293,177 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
     out
 }
 
-/// The one-move table (no `--compute-at`).
+/// The one-move table (no `--compute-at`): see [`ranked_table`].
 fn move_table(a: &Assumptions, ranked: &[Candidate]) -> String {
-    let mut out = String::new();
-    let mut table = Table::new();
-    table
-        .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
-    let horizon = format!("{}-mo storage", a.months);
-    table.set_header(vec![
-        "#",
-        "destination",
-        "egress",
-        "requests",
-        "retrieval",
-        "storage/mo",
-        horizon.as_str(),
-        "early delete",
-        "GPU idle",
-        "total",
-        "time",
-        "leave later",
-    ]);
-    for (i, c) in ranked.iter().enumerate() {
-        let k = &c.cost;
-        table.add_row(vec![
-            (i + 1).to_string(),
-            c.destination.clone(),
-            k.egress.to_string(),
-            (k.source_requests + k.destination_requests).to_string(),
-            k.retrieval.to_string(),
-            k.storage_per_month.to_string(),
-            k.storage_horizon.to_string(),
-            k.early_deletion.to_string(),
-            k.gpu_idle.to_string(),
-            k.total().to_string(),
-            fmt_duration(c.time.seconds),
-            k.exit_egress.to_string(),
-        ]);
-    }
-    for col in 2..12 {
-        if let Some(c) = table.column_mut(col) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    out.push_str(&table.to_string());
+    let mut out = ranked_table(ranked, a.months);
     out.push('\n');
     out
+}
+
+/// A table in the compact style of the plan's tables: horizontal rules only, columns one space
+/// apart (comfy-table draws a missing vertical line as a space; cells get no padding), never
+/// wrapped (so no number is broken across lines).
+fn compact() -> Table {
+    use comfy_table::TableComponent;
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_HORIZONTAL_ONLY)
+        .remove_style(TableComponent::VerticalLines)
+        .remove_style(TableComponent::LeftBorder)
+        .remove_style(TableComponent::RightBorder)
+        .remove_style(TableComponent::TopBorder)
+        .remove_style(TableComponent::BottomBorder)
+        .remove_style(TableComponent::TopBorderIntersections)
+        .remove_style(TableComponent::BottomBorderIntersections)
+        .remove_style(TableComponent::TopLeftCorner)
+        .remove_style(TableComponent::TopRightCorner)
+        .remove_style(TableComponent::BottomLeftCorner)
+        .remove_style(TableComponent::BottomRightCorner)
+        .remove_style(TableComponent::HorizontalLines)
+        .remove_style(TableComponent::MiddleIntersections)
+        .remove_style(TableComponent::LeftBorderIntersections)
+        .remove_style(TableComponent::RightBorderIntersections)
+        .remove_style(TableComponent::LeftHeaderIntersection)
+        .remove_style(TableComponent::RightHeaderIntersection)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    table
+}
+
+/// Right-aligns columns `from..` and takes the padding off every cell (see [`compact`]).
+fn finish(table: &mut Table, from: usize) {
+    for (i, col) in table.column_iter_mut().enumerate() {
+        col.set_padding((0, 0));
+        if i >= from {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+/// The lines of a table without trailing blanks.
+fn trimmed(table: &Table) -> String {
+    table
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The widest the ranked table is laid out to: it fits a 100-column terminal (and a log or mail
+/// read at that width) with no number broken across lines.
+pub const TABLE_WIDTH: u16 = 100;
+
+/// The ranked table in at most [`TABLE_WIDTH`] columns, numbers never broken across lines:
+/// horizontal rules only, one space between columns, headers on two lines. When all twelve
+/// columns do not fit, the two that are not part of the move's total (storage per month, and
+/// leaving again later) go to a second table below; when that is still too wide (very large
+/// amounts, long destination names), requests, retrieval and early deletion join them.
+fn ranked_table(ranked: &[Candidate], months: u32) -> String {
+    let moved: [&[Col]; 3] = [
+        &[],
+        &[Col::StoragePerMonth, Col::LeaveLater],
+        &[
+            Col::Requests,
+            Col::Retrieval,
+            Col::EarlyDelete,
+            Col::StoragePerMonth,
+            Col::LeaveLater,
+        ],
+    ];
+    let mut out = String::new();
+    for later in moved {
+        let main: Vec<Col> = COLUMNS
+            .iter()
+            .copied()
+            .filter(|c| !later.contains(c))
+            .collect();
+        out = layout(ranked, months, &main);
+        if !later.is_empty() {
+            let mut after = vec![Col::Rank, Col::Destination];
+            after.extend_from_slice(later);
+            let caption = if later.len() > 2 {
+                "more costs (storage/mo and leave later are not in the total):"
+            } else {
+                "not in the total:"
+            };
+            out = format!("{out}\n\n{caption}\n{}", layout(ranked, months, &after));
+        }
+        if width(&out) <= usize::from(TABLE_WIDTH) {
+            break;
+        }
+    }
+    out
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Rank,
+    Destination,
+    Egress,
+    Requests,
+    Retrieval,
+    StoragePerMonth,
+    StorageHorizon,
+    EarlyDelete,
+    GpuIdle,
+    Total,
+    Time,
+    LeaveLater,
+}
+
+const COLUMNS: [Col; 12] = [
+    Col::Rank,
+    Col::Destination,
+    Col::Egress,
+    Col::Requests,
+    Col::Retrieval,
+    Col::StoragePerMonth,
+    Col::StorageHorizon,
+    Col::EarlyDelete,
+    Col::GpuIdle,
+    Col::Total,
+    Col::Time,
+    Col::LeaveLater,
+];
+
+/// The widest line, in characters.
+fn width(table: &str) -> usize {
+    table.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+fn layout(ranked: &[Candidate], months: u32, cols: &[Col]) -> String {
+    let mut table = compact();
+    let horizon = format!("{months}-mo\nstorage");
+    table.set_header(cols.iter().map(|c| match c {
+        Col::Rank => "#",
+        Col::Destination => "destination",
+        Col::Egress => "egress",
+        Col::Requests => "requests",
+        Col::Retrieval => "retrieval",
+        Col::StoragePerMonth => "storage\n/mo",
+        Col::StorageHorizon => horizon.as_str(),
+        Col::EarlyDelete => "early\ndelete",
+        Col::GpuIdle => "GPU idle",
+        Col::Total => "total",
+        Col::Time => "time",
+        Col::LeaveLater => "leave\nlater",
+    }));
+    for (i, c) in ranked.iter().enumerate() {
+        let k = &c.cost;
+        table.add_row(cols.iter().map(|col| match col {
+            Col::Rank => (i + 1).to_string(),
+            Col::Destination => c.destination.clone(),
+            Col::Egress => k.egress.to_string(),
+            Col::Requests => (k.source_requests + k.destination_requests).to_string(),
+            Col::Retrieval => k.retrieval.to_string(),
+            Col::StoragePerMonth => k.storage_per_month.to_string(),
+            Col::StorageHorizon => k.storage_horizon.to_string(),
+            Col::EarlyDelete => k.early_deletion.to_string(),
+            Col::GpuIdle => k.gpu_idle.to_string(),
+            Col::Total => k.total().to_string(),
+            Col::Time => fmt_duration(c.time.seconds),
+            Col::LeaveLater => k.exit_egress.to_string(),
+        }));
+    }
+    finish(&mut table, 2);
+    trimmed(&table)
 }

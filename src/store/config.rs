@@ -24,6 +24,9 @@ use std::path::{Path, PathBuf};
 pub struct Remotes {
     #[serde(default)]
     remotes: BTreeMap<String, Remote>,
+    /// The file's name as shown and its text, to locate errors found later (against the catalog).
+    #[serde(skip)]
+    origin: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
@@ -92,6 +95,24 @@ const SECRET_FIELDS: &[(&str, &str)] = &[
     ("secret", "an environment variable name"),
 ];
 
+/// The `*_env` fields: each must name an environment variable.
+pub const ENV_FIELDS: &[&str] = &[
+    "access_key_id_env",
+    "secret_access_key_env",
+    "session_token_env",
+    "service_account_path_env",
+    "account_key_env",
+    "sas_token_env",
+];
+
+/// `[A-Za-z_][A-Za-z0-9_]*`: what a shell accepts as a variable name.
+pub fn is_env_name(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error(transparent)]
@@ -107,6 +128,20 @@ impl Remotes {
 
     pub fn names(&self) -> Vec<String> {
         self.remotes.keys().cloned().collect()
+    }
+
+    /// Every remote, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Remote)> {
+        self.remotes.iter()
+    }
+
+    /// An error at `field` (a path like `remotes.b2.provider`) of the file this was read from.
+    pub fn invalid(&self, field: &str, message: String) -> ConfigError {
+        let (shown, text) = self
+            .origin
+            .clone()
+            .unwrap_or_else(|| ("remotes".to_string(), String::new()));
+        tomlfile::invalid(&shown, &text, field, message).into()
     }
 
     pub fn insert(&mut self, name: &str, r: Remote) {
@@ -156,8 +191,32 @@ impl Remotes {
                 }
             }
         }
-        let remotes: Remotes = tomlfile::parse(shown, text)?;
+        let mut remotes: Remotes = tomlfile::parse(shown, text)?;
+        remotes.origin = Some((shown.to_string(), text.to_string()));
         for (name, r) in &remotes.remotes {
+            // A secret pasted where a variable's name belongs is refused without echoing it.
+            if let Ok(raw) = toml::from_str::<toml::Table>(text)
+                && let Some(toml::Value::Table(fields)) =
+                    raw.get("remotes").and_then(|rs| rs.get(name.as_str()))
+            {
+                for field in ENV_FIELDS {
+                    if let Some(toml::Value::String(v)) = fields.get(*field)
+                        && !is_env_name(v)
+                    {
+                        return Err(tomlfile::invalid(
+                            shown,
+                            text,
+                            &format!("remotes.{name}.{field}"),
+                            format!(
+                                "the value (withheld: it may be a secret) is not the name of an \
+                                 environment variable ([A-Za-z_][A-Za-z0-9_]*); write the variable's \
+                                 name, e.g. {field} = \"MY_VARIABLE\", and export the secret in it"
+                            ),
+                        )
+                        .into());
+                    }
+                }
+            }
             let at = format!("remotes.{name}.type");
             if !["s3", "gcs", "azure", "local"].contains(&r.kind.as_str()) {
                 return Err(tomlfile::invalid(
@@ -271,6 +330,27 @@ mod tests {
         // An '@' in the path is not user info.
         let ok = "[remotes.lab]\ntype = \"s3\"\nendpoint = \"http://10.0.0.5:9000/a@b\"\n";
         assert!(Remotes::parse("r.toml", ok).is_ok());
+    }
+
+    /// Fails on the main of 2026-12-01, which printed the value back when the variable was unset.
+    #[test]
+    fn a_secret_in_an_env_field_is_refused_and_not_echoed() {
+        for field in ENV_FIELDS {
+            let text = format!("[remotes.x]\ntype = \"s3\"\n{field} = \"0011aabb/ccddeeff+99\"\n");
+            let e = Remotes::parse("r.toml", &text).unwrap_err().to_string();
+            assert!(
+                e.contains("r.toml:3:") && e.contains(&format!("remotes.x.{field}")),
+                "{e}"
+            );
+            assert!(!e.contains("0011aabb") && !e.contains("ccdd"), "{e}");
+        }
+        for ok in ["B2_KEY", "_x", "aws_secret_1"] {
+            let text = format!("[remotes.x]\ntype = \"s3\"\naccess_key_id_env = \"{ok}\"\n");
+            assert!(Remotes::parse("r.toml", &text).is_ok(), "{ok}");
+        }
+        for bad in ["", "1ABC", "A-B", "A B", "$AWS_KEY"] {
+            assert!(!is_env_name(bad), "{bad}");
+        }
     }
 
     #[test]

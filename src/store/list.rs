@@ -167,6 +167,9 @@ pub fn list_counted(
     page_size: Option<usize>,
     requests: Arc<AtomicU64>,
 ) -> BoxStream<'static, Result<Listed, ListError>> {
+    if let Some(one) = store.single.clone() {
+        return single(store, one, page_size, requests);
+    }
     let inner = match store.kind {
         Kind::Local => {
             super::local::walk(store.local_root.clone().expect("local stores have a root"))
@@ -219,6 +222,62 @@ fn ranged(
         futures::future::ready(item.as_ref().map_or(true, |l| !end.past_end(l.key())))
     })
     .boxed()
+}
+
+/// The listing of a store used for one object: a local file is looked at directly (its folder is
+/// not walked); a cloud location is listed and everything but the key is passed over.
+fn single(
+    store: &Store,
+    one: super::SingleKey,
+    page_size: Option<usize>,
+    requests: Arc<AtomicU64>,
+) -> BoxStream<'static, Result<Listed, ListError>> {
+    if let Some(root) = &store.local_root {
+        let path = root.join(&one.key);
+        let found = match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => Some(Ok(Listed::Object(Entry {
+                key: one.listed_as,
+                size: m.len(),
+                last_modified: m.modified().map(DateTime::from).unwrap_or_default(),
+                e_tag: Some(super::local::local_etag(&m)),
+            }))),
+            Ok(m) => Some(Ok(Listed::Refused {
+                key: one.listed_as,
+                reason: format!(
+                    "{} is {}",
+                    path.display(),
+                    super::local::file_kind(&m.file_type())
+                ),
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => Some(Err(ListError::Local {
+                location: store.shown(),
+                message: format!("{}: {e}", path.display()),
+            })),
+        };
+        return stream::iter(found).boxed();
+    }
+    let mut all = store.clone();
+    all.single = None;
+    list_counted(&all, page_size, requests)
+        .filter_map(move |item| {
+            let out = match item {
+                Ok(Listed::Object(mut e)) if e.key == one.key => {
+                    e.key = one.listed_as.clone();
+                    Some(Ok(Listed::Object(e)))
+                }
+                Ok(Listed::Refused { key, reason }) if key == one.key => {
+                    Some(Ok(Listed::Refused {
+                        key: one.listed_as.clone(),
+                        reason,
+                    }))
+                }
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            };
+            async move { out }
+        })
+        .boxed()
 }
 
 fn entry(prefix: &str, m: object_store::ObjectMeta) -> Entry {

@@ -89,6 +89,16 @@ pub struct Store {
     pub credentials: String,
     /// Only the keys of this range are listed (a shard of a plan); None: every key.
     pub range: Option<crate::shard::KeyRange>,
+    /// Set when the store is used for one object only (`copy FILE DST`): see [`SingleKey`].
+    pub single: Option<SingleKey>,
+}
+
+/// One object of a store, as `cp FILE DEST` copies it: listings show only `key` (under the name
+/// `listed_as`, the source's key, so both sides join), and `listed_as` is written at `key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SingleKey {
+    pub listed_as: String,
+    pub key: String,
 }
 
 impl std::fmt::Debug for Store {
@@ -393,6 +403,7 @@ impl Store {
                     range: None,
                     credentials,
                     identity: identity.clone(),
+                    single: None,
                 })
             }
             Location::Gcs { bucket, .. } => {
@@ -432,6 +443,7 @@ impl Store {
                     range: None,
                     credentials,
                     identity: identity.clone(),
+                    single: None,
                 })
             }
             Location::Azure { container, .. } => {
@@ -488,6 +500,7 @@ impl Store {
                     range: None,
                     credentials,
                     identity: identity.clone(),
+                    single: None,
                 })
             }
             Location::Local { root } => {
@@ -522,6 +535,7 @@ impl Store {
                     range: None,
                     credentials: "none needed (a local folder)".into(),
                     identity: identity.clone(),
+                    single: None,
                 })
             }
             Location::Memory { .. } => {
@@ -544,6 +558,7 @@ impl Store {
                     range: None,
                     credentials: "none needed (in memory)".into(),
                     identity: identity.clone(),
+                    single: None,
                 })
             }
         }
@@ -555,6 +570,10 @@ impl Store {
         &self,
         key: &str,
     ) -> Result<object_store::path::Path, object_store::path::Error> {
+        let key = match &self.single {
+            Some(s) if s.listed_as == key => s.key.as_str(),
+            _ => key,
+        };
         object_store::path::Path::parse(format!("{}{}", self.prefix, key))
     }
 
@@ -573,8 +592,8 @@ fn check_local(root: &std::path::Path, shown: &str, role: Role) -> Result<(), Op
     match std::fs::metadata(root) {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(m) => Err(refused(format!(
-            "is {}, not a folder; moverctl copies what is under a folder (to copy one file, give \
-             its folder and --include NAME)",
+            "is {}, not a folder; this command works on what is under a folder (to copy one \
+             file, use `moverctl copy FILE DEST`)",
             local::file_kind(&m.file_type())
         ))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => match role {

@@ -12,6 +12,7 @@ pub mod claims;
 pub mod copy;
 pub mod cost;
 pub mod diff;
+pub mod filter;
 pub mod local_dest;
 pub mod progress_store;
 pub mod sync;
@@ -85,6 +86,13 @@ pub struct CopyOptions {
     pub dry_run: bool,
     pub include: Option<globset::GlobSet>,
     pub exclude: Option<globset::GlobSet>,
+    /// Size, age and `--files-from` filters ([`filter::Selection`]).
+    pub select: filter::Selection,
+    /// `--size-only`: a destination object of the source's size is taken as the same.
+    pub size_only: bool,
+    /// `--checkers`: destination HEADs in flight, apart from the `transfers` copies (None: the
+    /// checks share the copies' slots).
+    pub checkers: Option<usize>,
     /// Counters to fill (a progress display reads them while the run goes); None: the run's own.
     pub counters: Option<Arc<Counters>>,
     /// Local destinations: when written files are synced to disk.
@@ -267,7 +275,8 @@ pub struct Run {
     pub stop: Arc<AtomicBool>,
 }
 
-fn included(opts: &CopyOptions, key: &str) -> bool {
+fn included(opts: &CopyOptions, e: &Entry) -> bool {
+    let key = e.key.as_str();
     if let Some(inc) = &opts.include
         && !inc.is_match(key)
     {
@@ -278,7 +287,7 @@ fn included(opts: &CopyOptions, key: &str) -> bool {
     {
         return false;
     }
-    true
+    opts.select.admits(e)
 }
 
 /// Does the destination's moverctl metadata say it holds this source version?
@@ -404,6 +413,9 @@ impl Run {
         };
         let mut batch = JournalBatch::new(journal.clone());
         let slots = Arc::new(tokio::sync::Semaphore::new(opts.transfers.max(1)));
+        let checks = opts
+            .checkers
+            .map(|n| Arc::new(tokio::sync::Semaphore::new(n.max(1))));
         let mut tasks: tokio::task::JoinSet<Finished> = tokio::task::JoinSet::new();
 
         loop {
@@ -433,7 +445,7 @@ impl Run {
                     continue;
                 }
                 Joined::DestOnly(e) => {
-                    if included(&opts, &e.key) {
+                    if included(&opts, &e) {
                         report.dest_only += 1;
                         report.dest_only_bytes += e.size;
                         on_dest_only(e)?;
@@ -444,12 +456,21 @@ impl Run {
                 }
                 Joined::Action(a) => a,
             };
-            if !included(&opts, &action.src.key) {
+            if !included(&opts, &action.src) {
                 report.filtered += 1;
                 continue;
             }
             report.src_objects += 1;
-            let decision = action.decision.clone();
+            let decision = match action.decision.clone() {
+                // --size-only: the sizes are equal (else the decision says so); nothing more.
+                Decision::Check
+                | Decision::Copy("md5 differs" | "failed earlier" | "unfinished earlier")
+                    if opts.size_only =>
+                {
+                    Decision::Skip("same size")
+                }
+                d => d,
+            };
             match decision {
                 Decision::Skip(reason) => {
                     report.skipped += 1;
@@ -478,7 +499,18 @@ impl Run {
                     if let Decision::Copy(reason) = decision {
                         *report.reasons.entry(reason.to_string()).or_default() += 1;
                     }
-                    let permit = slots.clone().acquire_owned().await.expect("slots open");
+                    // With --checkers, a check waits for a checker, and takes a copy slot
+                    // only if it must copy.
+                    let (permit, copy_slots) = match (&checks, check) {
+                        (Some(c), true) => (
+                            c.clone().acquire_owned().await.expect("checkers open"),
+                            Some(slots.clone()),
+                        ),
+                        _ => (
+                            slots.clone().acquire_owned().await.expect("slots open"),
+                            None,
+                        ),
+                    };
                     // Finish whatever completed while we waited for a slot.
                     while let Some(done) = tasks.try_join_next() {
                         let done = done.expect("copy tasks do not panic");
@@ -487,8 +519,7 @@ impl Run {
                     let ctx = ctx.clone();
                     let entry = action.src;
                     tasks.spawn(async move {
-                        let _permit = permit;
-                        handle_object(&ctx, entry, check).await
+                        handle_object(&ctx, entry, check, permit, copy_slots).await
                     });
                 }
             }
@@ -548,11 +579,13 @@ fn spawn_sizer(
 ) {
     use futures::StreamExt;
     let mut listing = list_counted(src, None, requests);
-    let opts = opts.clone();
+    let mut opts = opts.clone();
+    // A --files-from list is read alongside one listing: this one gets its own reader.
+    opts.select = opts.select.independent();
     tokio::spawn(async move {
         while let Some(item) = listing.next().await {
             match item {
-                Ok(crate::store::list::Listed::Object(e)) if included(&opts, &e.key) => {
+                Ok(crate::store::list::Listed::Object(e)) if included(&opts, &e) => {
                     counters.total_objects.fetch_add(1, Relaxed);
                     counters.total_bytes.fetch_add(e.size, Relaxed);
                 }
@@ -577,7 +610,17 @@ type Finished = (Entry, Result<Done, CopyError>, u32);
 
 /// One object in the pool: with `check`, first one HEAD of the destination (skipped when its
 /// metadata names this source version; a dry run stops there), then the copy with retries.
-async fn handle_object(ctx: &Ctx, entry: Entry, check: bool) -> Finished {
+///
+/// `permit` is held to the end, unless `copy_slots` is given (`--checkers`): then it is a
+/// checker's, given back after the HEAD, and the copy waits for one of `copy_slots`.
+async fn handle_object(
+    ctx: &Ctx,
+    entry: Entry,
+    check: bool,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    copy_slots: Option<Arc<tokio::sync::Semaphore>>,
+) -> Finished {
+    let mut _permit = permit;
     let mut reason = None;
     if check {
         let _slot = ctx.limits.acquire_slot().await;
@@ -588,6 +631,10 @@ async fn handle_object(ctx: &Ctx, entry: Entry, check: bool) -> Finished {
             return (entry, Ok(Done::WouldCopy("unproven")), 1);
         }
         reason = Some("unproven");
+    }
+    if let Some(slots) = copy_slots {
+        drop(_permit);
+        _permit = slots.acquire_owned().await.expect("slots open");
     }
     let (res, attempts) = copy_with_retries(ctx, &entry).await;
     (entry, res.map(|o| Done::Copied(o, reason)), attempts)

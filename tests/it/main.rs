@@ -5,6 +5,7 @@ mod cli;
 mod copy;
 mod creds;
 mod faults;
+mod habits;
 mod identity;
 mod json_schema;
 mod listing;
