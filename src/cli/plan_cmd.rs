@@ -8,6 +8,12 @@
 //! best-ranked destination, `assumptions.probe` is the probe behind them (or null), and every
 //! candidate carries its own `probe` (or null): `{location, provider, timestamp, file,
 //! latency_ms, stream_throughput_bytes_per_second}` with the values applied.
+//!
+//! A probe also measured what bounds a run (request rate under concurrency, aggregate throughput,
+//! the engine's CPU per GiB): the source's probe (of `--src` or a folder above it, else the newest
+//! of the source's provider) gives the GET side, each destination's probe (of `--dst` or a folder
+//! above it when there is one destination, else the newest of its provider) the PUT side and the
+//! CPU; `assumptions.source_probe` names the source's, `assumptions.measured` the bounds applied.
 
 use super::CliError;
 use crate::catalog::parts::{MIB, PartRule};
@@ -515,18 +521,16 @@ fn measured_of(
         destination_put_bytes_per_second: dec_of(d.and_then(|r| r.multi_stream_bytes_per_sec)),
         cpu_seconds_per_gib: dec_of(cpu.as_ref().and_then(|c| c.copy_seconds_per_gib)),
         cores: cpu.map_or(1, |c| c.cores.max(1) as u32),
+        shared_host: s.is_some_and(|r| r.on_this_machine) && d.is_some_and(|r| r.on_this_machine),
     })
 }
 
 impl ProbeUse {
-    /// The probe of `location` when one was saved for it, else the newest of `provider`.
+    /// The probe of `location` (or of a folder above it) when one was saved, else the newest of
+    /// `provider`.
     fn find(provider: &str, location: Option<&str>, args: &PlanArgs) -> Option<ProbeUse> {
         let (file, r) = location
-            .and_then(|l| {
-                let r = crate::probe::saved::for_location(provider, l)?;
-                let state = crate::probe::saved::state_dir()?;
-                Some((crate::probe::saved::path_for(&state, &r), r))
-            })
+            .and_then(|l| crate::probe::saved::covering(provider, l))
             .or_else(|| crate::probe::saved::newest(provider))?;
         let latency_ms = match (args.latency_ms, r.latency_ms) {
             (None, Some(ms)) if ms.is_finite() && ms >= 0.0 => Some((ms.ceil() as u32).max(1)),

@@ -88,6 +88,10 @@ pub struct Measured {
     pub cpu_seconds_per_gib: Option<Decimal>,
     /// Cores the engine can use.
     pub cores: u32,
+    /// Both ends are served from this machine (loopback endpoints or local folders): serving the
+    /// GETs and taking the PUTs compete for the same cores, so their seconds add up instead of
+    /// overlapping.
+    pub shared_host: bool,
 }
 
 impl Default for Assumptions {
@@ -853,7 +857,8 @@ pub fn binding(bounds: &[(Bound, Decimal)]) -> (Bound, Decimal) {
 /// Seconds of the measured bounds: (server request rate, server throughput, client CPU).
 /// Request rate: the source's GETs (and part-1 HEADs) over its GET rate, the destination's PUTs
 /// (parts and completes included) over its PUT rate, the slower end binding. Throughput: the
-/// bytes over the slower end's aggregate rate. CPU: GiB × CPU seconds per GiB / cores.
+/// bytes over the slower end's aggregate rate. When both ends share this machine's cores
+/// (`shared_host`), the two ends' seconds add instead. CPU: GiB × CPU seconds per GiB / cores.
 pub fn measured_seconds(
     corpus: &Corpus,
     c: &Counts,
@@ -920,6 +925,7 @@ mod tests {
             destination_put_bytes_per_second: Some(Decimal::from(200_000_000u64)),
             cpu_seconds_per_gib: Some(Decimal::from(3)),
             cores: 2,
+            shared_host: false,
         }
     }
 
@@ -984,6 +990,25 @@ mod tests {
             (Bound::ClientCpu, cpu),
         ]);
         assert_eq!((b.as_str(), s), ("client CPU", Decimal::from(6)));
+    }
+
+    #[test]
+    fn ends_on_one_machine_add_their_seconds() {
+        // Both servers on this machine's cores: 2,000 GETs / 800 + 2,000 PUTs / 400 = 2.5 + 5
+        // = 7.5 s; 1 GiB / 400 MB/s + 1 GiB / 200 MB/s = 2.68435456 + 5.36870912 = 8.05306368 s.
+        let m = Measured {
+            shared_host: true,
+            ..probed()
+        };
+        let counts = Counts {
+            source_get: 2_000,
+            destination_put: 2_000,
+            ..Counts::default()
+        };
+        let (req, _, _) = measured_seconds(&corpus(2_000, 16_384), &counts, Some(&m));
+        assert_eq!(req, Decimal::new(75, 1));
+        let (_, thr, _) = measured_seconds(&corpus(4, 256 << 20), &Counts::default(), Some(&m));
+        assert_eq!(thr, Decimal::new(805306368, 8));
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! `reads_per_month` (null without `--compute-at`), and `measured` (null without a probe): the
 //! probed bounds applied (`source_get_per_second`, `destination_put_per_second`,
 //! `source_get_bytes_per_second`, `destination_put_bytes_per_second`, `cpu_seconds_per_gib`,
-//! `cores`). `restore` (null unless `--restore-tier` applies to
+//! `cores`, `shared_host`). `restore` (null unless `--restore-tier` applies to
 //! archive objects): `tier`, `auto`, `why`, `chosen` and `options` (`tier`, `fees`, `hours`,
 //! `hours_assumed`, `gpu_idle`, `total`).
 
@@ -160,6 +160,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                 "destination_put_bytes_per_second": m.destination_put_bytes_per_second.map(dec),
                 "cpu_seconds_per_gib": m.cpu_seconds_per_gib.map(dec),
                 "cores": m.cores,
+                "shared_host": m.shared_host,
             })),
         },
         "candidates": candidates,

@@ -46,6 +46,7 @@
 //!   "request_rate_object_bytes": 16384,
 //!   "client_cpu": { "hash_copy_seconds_per_gib": 2.1, "transfer_seconds_per_gib": 1.4,
 //!                   "copy_seconds_per_gib": 4.9, "cores": 2 },
+//!   "on_this_machine": true,
 //!   "cleanup": { "deleted": 61, "left": [] } }
 //! ```
 //! `status` is one of `yes`, `no`, `unknown`, `not-tested`. Measurements that could not be taken
@@ -155,6 +156,10 @@ pub struct ProbeReport {
     /// The engine's CPU cost per GiB on the probing machine ([`rates`]).
     #[serde(default)]
     pub client_cpu: Option<rates::ClientCpu>,
+    /// The store is served from this machine (a local folder, or a loopback endpoint): its
+    /// server work competes with the client's for the same cores.
+    #[serde(default)]
+    pub on_this_machine: bool,
     pub cleanup: Cleanup,
 }
 
@@ -378,6 +383,7 @@ pub async fn probe(store: &Store, opts: ProbeOpts) -> Result<ProbeReport, ProbeE
         request_rate: Vec::new(),
         request_rate_object_bytes: None,
         client_cpu: None,
+        on_this_machine: store.local_root.is_some(),
         cleanup: Cleanup::default(),
     };
     let outcome = {
