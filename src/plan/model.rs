@@ -872,14 +872,21 @@ pub fn measured_seconds(
         _ => Decimal::ZERO,
     };
     let bytes = Decimal::from(corpus.total_bytes());
-    let requests = per(c.source_get + c.source_head, m.source_get_per_second)
-        .max(per(c.destination_put, m.destination_put_per_second));
+    let gets = per(c.source_get + c.source_head, m.source_get_per_second);
+    let puts = per(c.destination_put, m.destination_put_per_second);
     let through = |rate: Option<Decimal>| match rate {
         Some(r) if r > Decimal::ZERO => bytes / r,
         _ => Decimal::ZERO,
     };
-    let throughput =
-        through(m.source_get_bytes_per_second).max(through(m.destination_put_bytes_per_second));
+    let (read, write) = (
+        through(m.source_get_bytes_per_second),
+        through(m.destination_put_bytes_per_second),
+    );
+    let (requests, throughput) = if m.shared_host {
+        (gets + puts, read + write)
+    } else {
+        (gets.max(puts), read.max(write))
+    };
     let cpu = match m.cpu_seconds_per_gib {
         Some(s) if s > Decimal::ZERO => {
             bytes / Decimal::from(1u64 << 30) * s / Decimal::from(m.cores.max(1))
