@@ -8,6 +8,12 @@
 //! best-ranked destination, `assumptions.probe` is the probe behind them (or null), and every
 //! candidate carries its own `probe` (or null): `{location, provider, timestamp, file,
 //! latency_ms, stream_throughput_bytes_per_second}` with the values applied.
+//!
+//! A probe also measured what bounds a run (request rate under concurrency, aggregate throughput,
+//! the engine's CPU per GiB): the source's probe (of `--src` or a folder above it, else the newest
+//! of the source's provider) gives the GET side, each destination's probe (of `--dst` or a folder
+//! above it when there is one destination, else the newest of its provider) the PUT side and the
+//! CPU; `assumptions.source_probe` names the source's, `assumptions.measured` the bounds applied.
 
 use super::CliError;
 use crate::catalog::parts::{MIB, PartRule};
@@ -17,7 +23,7 @@ use crate::plan::corpus::{Corpus, InventoryFormat};
 use crate::plan::file::{PlanFile, PlanInputs};
 use crate::plan::horizon;
 use crate::plan::horizon::{ComputeAt, Reads};
-use crate::plan::model::{Assumptions, Candidate, Kind, bucket_classes, evaluate, rank};
+use crate::plan::model::{Assumptions, Candidate, Kind, Measured, bucket_classes, evaluate, rank};
 use crate::plan::render;
 use crate::plan::restore::{self, TierChoice};
 use crate::units::{parse_bytes, parse_rate};
@@ -291,6 +297,7 @@ fn resolve(
         months,
         reads,
         restore: None,
+        measured: None,
         bandwidth: rate("--bandwidth", &args.bandwidth)?,
         workers: positive("--workers", args.workers)?,
         worker_nic: rate("--worker-nic", &args.worker_nic)?,
@@ -490,11 +497,51 @@ struct ProbeUse {
     latency_ms: Option<u32>,
     /// Applied unless `--stream-throughput` was given; bytes/s.
     stream: Option<Decimal>,
+    /// The whole probe, for its measured bounds (request rate, aggregate throughput, CPU).
+    report: crate::probe::ProbeReport,
+}
+
+/// A measured f64 as an exact decimal (4 places), when it is a positive finite number.
+fn dec_of(v: Option<f64>) -> Option<Decimal> {
+    use rust_decimal::prelude::FromPrimitive;
+    v.filter(|x| x.is_finite() && *x > 0.0)
+        .and_then(Decimal::from_f64)
+        .map(|d| d.round_dp(4))
+}
+
+/// The bounds the source's and a destination's probes measured, at `in_flight` objects in
+/// flight; the engine's CPU from the destination's probe, else the source's.
+fn measured_of(
+    src: Option<&ProbeUse>,
+    dst: Option<&ProbeUse>,
+    in_flight: usize,
+) -> Option<Measured> {
+    if src.is_none() && dst.is_none() {
+        return None;
+    }
+    let s = src.map(|p| &p.report);
+    let d = dst.map(|p| &p.report);
+    let cpu = d
+        .and_then(|r| r.client_cpu.clone())
+        .or_else(|| s.and_then(|r| r.client_cpu.clone()));
+    Some(Measured {
+        source_get_per_second: dec_of(s.and_then(|r| r.get_rate_at(in_flight))),
+        destination_put_per_second: dec_of(d.and_then(|r| r.put_rate_at(in_flight))),
+        source_get_bytes_per_second: dec_of(s.and_then(|r| r.multi_stream_get_bytes_per_sec)),
+        destination_put_bytes_per_second: dec_of(d.and_then(|r| r.multi_stream_bytes_per_sec)),
+        cpu_seconds_per_gib: dec_of(cpu.as_ref().and_then(|c| c.copy_seconds_per_gib)),
+        cores: cpu.map_or(1, |c| c.cores.max(1) as u32),
+        shared_host: s.is_some_and(|r| r.on_this_machine) && d.is_some_and(|r| r.on_this_machine),
+    })
 }
 
 impl ProbeUse {
-    fn find(provider: &str, args: &PlanArgs) -> Option<ProbeUse> {
-        let (file, r) = crate::probe::saved::newest(provider)?;
+    /// The probe of `location` (or of a folder above it) when one was saved, else the newest of
+    /// `provider`.
+    fn find(provider: &str, location: Option<&str>, args: &PlanArgs) -> Option<ProbeUse> {
+        let (file, r) = location
+            .and_then(|l| crate::probe::saved::covering(provider, l))
+            .or_else(|| crate::probe::saved::newest(provider))?;
         let latency_ms = match (args.latency_ms, r.latency_ms) {
             (None, Some(ms)) if ms.is_finite() && ms >= 0.0 => Some((ms.ceil() as u32).max(1)),
             _ => None,
@@ -503,16 +550,17 @@ impl ProbeUse {
             (None, Some(b)) if b.is_finite() && b >= 1.0 => Some(Decimal::from(b.round() as u64)),
             _ => None,
         };
-        if latency_ms.is_none() && stream.is_none() {
+        if latency_ms.is_none() && stream.is_none() && r.request_rate.is_empty() {
             return None;
         }
         Some(ProbeUse {
-            location: r.location,
+            location: r.location.clone(),
             provider: provider.to_string(),
-            timestamp: r.timestamp,
+            timestamp: r.timestamp.clone(),
             file,
             latency_ms,
             stream,
+            report: r,
         })
     }
 
@@ -605,20 +653,32 @@ pub fn run(
         r.to.iter()
             .map(|d| Place::resolve(catalog, d))
             .collect::<Result<_, _>>()?;
-    // Each destination is timed with its own provider's probe, when one was saved.
+    // Each destination is timed with its own provider's probe (the probe of `--dst` when one was
+    // saved for it), and with the source's probe (of `--src`, else the newest of its provider)
+    // for the source's request rate and throughput.
+    let use_probes = !example && !args.no_probe;
+    let src_probe = use_probes
+        .then(|| ProbeUse::find(&src.provider.file.id, args.src.as_deref(), &args))
+        .flatten();
     let probes: Vec<Option<ProbeUse>> = dests
         .iter()
         .map(|d| {
-            (!example && !args.no_probe)
-                .then(|| ProbeUse::find(&d.provider.file.id, &args))
+            let loc = (dests.len() == 1).then_some(args.dst.as_deref()).flatten();
+            use_probes
+                .then(|| ProbeUse::find(&d.provider.file.id, loc, &args))
                 .flatten()
         })
         .collect();
+    let in_flight = (r.assumptions.concurrency.max(1) as usize)
+        .saturating_mul(r.assumptions.workers.max(1) as usize);
     let assumed: Vec<Assumptions> = probes
         .iter()
         .map(|p| {
-            p.as_ref()
-                .map_or(r.assumptions.clone(), |p| p.apply(&r.assumptions))
+            let mut a = p
+                .as_ref()
+                .map_or(r.assumptions.clone(), |p| p.apply(&r.assumptions));
+            a.measured = measured_of(src_probe.as_ref(), p.as_ref(), in_flight);
+            a
         })
         .collect();
     let cands: Vec<Candidate> = dests
@@ -650,6 +710,9 @@ pub fn run(
         v["assumptions"]["probe"] = best
             .and_then(|i| probes[i].as_ref())
             .map_or(serde_json::Value::Null, ProbeUse::json);
+        v["assumptions"]["source_probe"] = src_probe
+            .as_ref()
+            .map_or(serde_json::Value::Null, ProbeUse::json);
         if let Some(cs) = v["candidates"].as_array_mut() {
             for (c, out) in ranked.iter().zip(cs.iter_mut()) {
                 out["probe"] = index_of(c)
@@ -666,7 +729,7 @@ pub fn run(
             println!("Example: moverctl plan {}\n", EXAMPLE.join(" "));
         }
         let mut shown: Vec<&PathBuf> = Vec::new();
-        for p in probes.iter().flatten() {
+        for p in src_probe.iter().chain(probes.iter().flatten()) {
             if !shown.contains(&&p.file) {
                 shown.push(&p.file);
                 println!("{}", p.line());

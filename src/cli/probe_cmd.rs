@@ -34,6 +34,33 @@ pub struct ProbeArgs {
     pub no_save: bool,
 }
 
+/// Whether the store is served from this machine: a local folder, or an endpoint whose host is a
+/// loopback address (`127.0.0.0/8`, `::1`, `localhost`). Only the remote's own endpoint is read.
+fn on_this_machine(store: &Store, remotes: &Remotes) -> bool {
+    use crate::store::location::Location;
+    let remote = match &store.location {
+        Location::Local { .. } | Location::Memory { .. } => return true,
+        Location::S3 { remote, .. }
+        | Location::Gcs { remote, .. }
+        | Location::Azure { remote, .. } => remote.as_deref(),
+    };
+    let Some(endpoint) = remote
+        .and_then(|r| remotes.get(r))
+        .and_then(|r| r.endpoint.as_deref())
+    else {
+        return false;
+    };
+    let Ok(url) = url::Url::parse(endpoint) else {
+        return false;
+    };
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
 pub fn run(remotes: &Remotes, args: ProbeArgs) -> Result<Exit, CliError> {
     let usage = |m: String| CliError::Usage(m);
     let size = parse_bytes(&args.size).map_err(|e| usage(format!("--size: {e}")))?;
@@ -81,6 +108,8 @@ pub fn run(remotes: &Remotes, args: ProbeArgs) -> Result<Exit, CliError> {
         watcher.abort();
         r
     })?;
+    let mut report = report;
+    report.on_this_machine = on_this_machine(&store, remotes);
     if args.json {
         println!(
             "{}",

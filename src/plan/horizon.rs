@@ -229,6 +229,7 @@ pub fn stay(src: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
             listing_seconds: Decimal::ZERO,
             restore_seconds: Decimal::ZERO,
             effective_bandwidth: Decimal::ZERO,
+            ..Time::default()
         },
         counts: Counts::default(),
         warnings,

@@ -68,6 +68,30 @@ pub struct Assumptions {
     /// The restore tier chosen for archive-class source objects (`--restore-tier`); `None`: each
     /// class's default restore.
     pub restore: Option<super::restore::Restore>,
+    /// What saved probes measured of the two ends and of this machine (see [`Measured`]); `None`
+    /// without a probe: the bounds above alone time the run.
+    pub measured: Option<Measured>,
+}
+
+/// Bounds a probe measured. Each is optional: a bound that was not measured does not bind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Measured {
+    /// Requests per second the source serves with the run's objects in flight (small GETs).
+    pub source_get_per_second: Option<Decimal>,
+    /// Requests per second the destination takes with the run's objects in flight (small PUTs).
+    pub destination_put_per_second: Option<Decimal>,
+    /// Aggregate bytes/s the source serves to parallel streams (GET).
+    pub source_get_bytes_per_second: Option<Decimal>,
+    /// Aggregate bytes/s the destination takes from parallel streams (PUT).
+    pub destination_put_bytes_per_second: Option<Decimal>,
+    /// The engine's CPU seconds per GiB copied (read, hash, write) on this machine.
+    pub cpu_seconds_per_gib: Option<Decimal>,
+    /// Cores the engine can use.
+    pub cores: u32,
+    /// Both ends are served from this machine (loopback endpoints or local folders): serving the
+    /// GETs and taking the PUTs compete for the same cores, so their seconds add up instead of
+    /// overlapping.
+    pub shared_host: bool,
 }
 
 impl Default for Assumptions {
@@ -87,6 +111,7 @@ impl Default for Assumptions {
             part_rule: PartRule::default(),
             reads: None,
             restore: None,
+            measured: None,
         }
     }
 }
@@ -161,12 +186,22 @@ impl Cost {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Bound {
+    /// Path bandwidth, NICs and per-stream throughput.
+    #[default]
     Bandwidth,
+    /// Each object's request latencies over the slots in flight.
     Requests,
+    /// A provider's published request-rate limit.
     RateLimit,
     Listing,
+    /// Objects/s the source (GET) or destination (PUT) served under concurrency in a probe.
+    ServerRequestRate,
+    /// Aggregate bytes/s the source or destination sustained under concurrency in a probe.
+    ServerThroughput,
+    /// The engine's CPU seconds per GiB (hashing, copies, HTTP) over this machine's cores.
+    ClientCpu,
 }
 
 impl Bound {
@@ -176,11 +211,14 @@ impl Bound {
             Bound::Requests => "requests",
             Bound::RateLimit => "rate-limit",
             Bound::Listing => "listing",
+            Bound::ServerRequestRate => "server request rate",
+            Bound::ServerThroughput => "server throughput",
+            Bound::ClientCpu => "client CPU",
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Time {
     pub seconds: Decimal,
     pub bound: Bound,
@@ -192,6 +230,11 @@ pub struct Time {
     pub restore_seconds: Decimal,
     /// The bandwidth actually assumed: the lowest of path, NICs and streams (bytes/s).
     pub effective_bandwidth: Decimal,
+    /// Measured bounds (zero without a probe): objects over the slower end's request rate,
+    /// bytes over the slower end's aggregate throughput, and the engine's CPU over the cores.
+    pub server_request_seconds: Decimal,
+    pub server_throughput_seconds: Decimal,
+    pub client_cpu_seconds: Decimal,
 }
 
 /// Request counts by end and billing class.
@@ -763,18 +806,16 @@ fn transfer_time(src: &Place, dst: &Place, corpus: &Corpus, c: &Counts, a: &Assu
     // Listing pages follow each other within one key range; ranges split across workers.
     let listing_seconds = Decimal::from(c.source_list) * latency / workers;
 
-    let mut bound = Bound::Bandwidth;
-    let mut seconds = bandwidth_seconds;
-    for (b, s) in [
+    let m = measured_seconds(corpus, c, a.measured.as_ref());
+    let (bound, seconds) = binding(&[
+        (Bound::Bandwidth, bandwidth_seconds),
         (Bound::Requests, request_seconds),
         (Bound::RateLimit, rate_limit_seconds),
         (Bound::Listing, listing_seconds),
-    ] {
-        if s > seconds {
-            seconds = s;
-            bound = b;
-        }
-    }
+        (Bound::ServerRequestRate, m.0),
+        (Bound::ServerThroughput, m.1),
+        (Bound::ClientCpu, m.2),
+    ]);
     let mut restore_seconds = Decimal::ZERO;
     for b in &corpus.buckets {
         let cl = b
@@ -796,7 +837,63 @@ fn transfer_time(src: &Place, dst: &Place, corpus: &Corpus, c: &Counts, a: &Assu
         listing_seconds,
         restore_seconds,
         effective_bandwidth,
+        server_request_seconds: m.0,
+        server_throughput_seconds: m.1,
+        client_cpu_seconds: m.2,
     }
+}
+
+/// The bound that takes longest, and its seconds (the first listed wins a tie).
+pub fn binding(bounds: &[(Bound, Decimal)]) -> (Bound, Decimal) {
+    let mut best = (Bound::Bandwidth, Decimal::ZERO);
+    for (i, &(b, s)) in bounds.iter().enumerate() {
+        if i == 0 || s > best.1 {
+            best = (b, s);
+        }
+    }
+    best
+}
+
+/// Seconds of the measured bounds: (server request rate, server throughput, client CPU).
+/// Request rate: the source's GETs (and part-1 HEADs) over its GET rate, the destination's PUTs
+/// (parts and completes included) over its PUT rate, the slower end binding. Throughput: the
+/// bytes over the slower end's aggregate rate. When both ends share this machine's cores
+/// (`shared_host`), the two ends' seconds add instead. CPU: GiB × CPU seconds per GiB / cores.
+pub fn measured_seconds(
+    corpus: &Corpus,
+    c: &Counts,
+    m: Option<&Measured>,
+) -> (Decimal, Decimal, Decimal) {
+    let Some(m) = m else {
+        return (Decimal::ZERO, Decimal::ZERO, Decimal::ZERO);
+    };
+    let per = |n: u64, rate: Option<Decimal>| match rate {
+        Some(r) if r > Decimal::ZERO => Decimal::from(n) / r,
+        _ => Decimal::ZERO,
+    };
+    let bytes = Decimal::from(corpus.total_bytes());
+    let gets = per(c.source_get + c.source_head, m.source_get_per_second);
+    let puts = per(c.destination_put, m.destination_put_per_second);
+    let through = |rate: Option<Decimal>| match rate {
+        Some(r) if r > Decimal::ZERO => bytes / r,
+        _ => Decimal::ZERO,
+    };
+    let (read, write) = (
+        through(m.source_get_bytes_per_second),
+        through(m.destination_put_bytes_per_second),
+    );
+    let (requests, throughput) = if m.shared_host {
+        (gets + puts, read + write)
+    } else {
+        (gets.max(puts), read.max(write))
+    };
+    let cpu = match m.cpu_seconds_per_gib {
+        Some(s) if s > Decimal::ZERO => {
+            bytes / Decimal::from(1u64 << 30) * s / Decimal::from(m.cores.max(1))
+        }
+        _ => Decimal::ZERO,
+    };
+    (requests, throughput, cpu)
 }
 
 /// Rank candidates: cheapest total first, then fastest, then by name.
@@ -809,4 +906,135 @@ pub fn rank(mut cands: Vec<Candidate>) -> Vec<Candidate> {
             .then(x.destination.cmp(&y.destination))
     });
     cands
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn corpus(n: u64, size: u64) -> Corpus {
+        Corpus {
+            buckets: vec![super::super::corpus::SizeBucket {
+                class: None,
+                count: n,
+                bytes: n * size,
+            }],
+            origin: "test".into(),
+            skipped_lines: 0,
+        }
+    }
+
+    fn probed() -> Measured {
+        Measured {
+            source_get_per_second: Some(Decimal::from(800)),
+            destination_put_per_second: Some(Decimal::from(400)),
+            source_get_bytes_per_second: Some(Decimal::from(400_000_000u64)),
+            destination_put_bytes_per_second: Some(Decimal::from(200_000_000u64)),
+            cpu_seconds_per_gib: Some(Decimal::from(3)),
+            cores: 2,
+            shared_host: false,
+        }
+    }
+
+    #[test]
+    fn small_objects_are_bound_by_the_slower_ends_request_rate() {
+        // 2,000 × 16 KiB: 2,000 GETs / 800 per s = 2.5 s at the source; 2,000 PUTs / 400 per s
+        // = 5 s at the destination. Bytes 32,768,000 / 200 MB/s = 0.16384 s; CPU 32,768,000 /
+        // 2^30 GiB × 3 s / 2 cores = 0.0457763671875 s. The PUT rate binds: 5 s.
+        let c = corpus(2_000, 16_384);
+        let counts = Counts {
+            source_get: 2_000,
+            destination_put: 2_000,
+            ..Counts::default()
+        };
+        let (req, thr, cpu) = measured_seconds(&c, &counts, Some(&probed()));
+        assert_eq!(req, Decimal::from(5));
+        assert_eq!(thr, Decimal::new(16384, 5));
+        assert_eq!(cpu, Decimal::new(457763671875, 13));
+        let (b, s) = binding(&[
+            (Bound::Bandwidth, Decimal::new(26, 3)),
+            (Bound::Requests, Decimal::new(94, 3)),
+            (Bound::ServerRequestRate, req),
+            (Bound::ServerThroughput, thr),
+            (Bound::ClientCpu, cpu),
+        ]);
+        assert_eq!((b.as_str(), s), ("server request rate", Decimal::from(5)));
+    }
+
+    #[test]
+    fn large_objects_are_bound_by_throughput_or_cpu() {
+        // 4 × 256 MiB = 1 GiB = 1,073,741,824 bytes: / 200 MB/s = 5.36870912 s at the
+        // destination; CPU 1 GiB × 3 s / 2 cores = 1.5 s; requests 4 GETs + 4 HEADs / 800 =
+        // 0.01 s, 4 × (2 parts + 2) PUTs / 400 = 0.04 s. Throughput binds.
+        let c = corpus(4, 256 << 20);
+        let counts = Counts {
+            source_get: 4,
+            source_head: 4,
+            destination_put: 16,
+            ..Counts::default()
+        };
+        let m = probed();
+        let (req, thr, cpu) = measured_seconds(&c, &counts, Some(&m));
+        assert_eq!(req, Decimal::new(4, 2));
+        assert_eq!(thr, Decimal::new(536870912, 8));
+        assert_eq!(cpu, Decimal::new(15, 1));
+        let (b, _) = binding(&[
+            (Bound::ServerRequestRate, req),
+            (Bound::ServerThroughput, thr),
+            (Bound::ClientCpu, cpu),
+        ]);
+        assert_eq!(b, Bound::ServerThroughput);
+        // A slower machine: 12 s per GiB over 2 cores = 6 s > 5.37 s; the client CPU binds.
+        let slow = Measured {
+            cpu_seconds_per_gib: Some(Decimal::from(12)),
+            ..m
+        };
+        let (req, thr, cpu) = measured_seconds(&c, &counts, Some(&slow));
+        assert_eq!(cpu, Decimal::from(6));
+        let (b, s) = binding(&[
+            (Bound::ServerRequestRate, req),
+            (Bound::ServerThroughput, thr),
+            (Bound::ClientCpu, cpu),
+        ]);
+        assert_eq!((b.as_str(), s), ("client CPU", Decimal::from(6)));
+    }
+
+    #[test]
+    fn ends_on_one_machine_add_their_seconds() {
+        // Both servers on this machine's cores: 2,000 GETs / 800 + 2,000 PUTs / 400 = 2.5 + 5
+        // = 7.5 s; 1 GiB / 400 MB/s + 1 GiB / 200 MB/s = 2.68435456 + 5.36870912 = 8.05306368 s.
+        let m = Measured {
+            shared_host: true,
+            ..probed()
+        };
+        let counts = Counts {
+            source_get: 2_000,
+            destination_put: 2_000,
+            ..Counts::default()
+        };
+        let (req, _, _) = measured_seconds(&corpus(2_000, 16_384), &counts, Some(&m));
+        assert_eq!(req, Decimal::new(75, 1));
+        let (_, thr, _) = measured_seconds(&corpus(4, 256 << 20), &Counts::default(), Some(&m));
+        assert_eq!(thr, Decimal::new(805306368, 8));
+    }
+
+    #[test]
+    fn without_a_probe_the_measured_bounds_are_zero_and_never_bind() {
+        let c = corpus(2_000, 16_384);
+        let counts = Counts {
+            source_get: 2_000,
+            destination_put: 2_000,
+            ..Counts::default()
+        };
+        let z = measured_seconds(&c, &counts, None);
+        assert_eq!(z, (Decimal::ZERO, Decimal::ZERO, Decimal::ZERO));
+        let (b, s) = binding(&[
+            (Bound::Bandwidth, Decimal::new(26, 3)),
+            (Bound::Requests, Decimal::new(94, 3)),
+            (Bound::ServerRequestRate, z.0),
+            (Bound::ServerThroughput, z.1),
+            (Bound::ClientCpu, z.2),
+        ]);
+        assert_eq!((b, s), (Bound::Requests, Decimal::new(94, 3)));
+    }
 }

@@ -5,14 +5,19 @@
 //! `cost` (USD numbers: `egress`, `egress_before_waiver`, `source_requests`,
 //! `destination_requests`, `retrieval`, `storage_per_month`, `storage_horizon`, `early_deletion`,
 //! `exit_egress`, `gpu_idle`, `total` — `total` is everything but `storage_per_month` and
-//! `exit_egress`), `time` (`seconds`, `bound`, and the seconds of each bound), `requests` (counts),
+//! `exit_egress`), `time` (`seconds`, `bound`, and the seconds of each bound: `bandwidth`,
+//! `requests` (latency), `rate-limit`, `listing`, and with a saved probe `server request rate`,
+//! `server throughput`, `client CPU`), `requests` (counts),
 //! `upload` and `warnings` (strings). Each candidate also has `kind` (`move` or `stay`),
 //! `break_even_month` (against staying; null when never within the horizon, for "stay" itself, or
 //! without `--compute-at`), `horizon` (`one_time`, `monthly`, and `cumulative`: the cost at the end
 //! of month 0 … `months`, the last equal to `total`) and `reads` (null without `--compute-at`:
 //! `route`, `reads_per_month`, `gb_per_month`, `gets_per_month`, and the month's `egress`,
 //! `requests`, `retrieval`, `over_free_multiple`). `assumptions` has `compute_at` and
-//! `reads_per_month` (null without `--compute-at`). `restore` (null unless `--restore-tier` applies to
+//! `reads_per_month` (null without `--compute-at`), and `measured` (null without a probe): the
+//! probed bounds applied (`source_get_per_second`, `destination_put_per_second`,
+//! `source_get_bytes_per_second`, `destination_put_bytes_per_second`, `cpu_seconds_per_gib`,
+//! `cores`, `shared_host`). `restore` (null unless `--restore-tier` applies to
 //! archive objects): `tier`, `auto`, `why`, `chosen` and `options` (`tier`, `fees`, `hours`,
 //! `hours_assumed`, `gpu_idle`, `total`).
 
@@ -100,6 +105,9 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                     "rate_limit_seconds": dec(c.time.rate_limit_seconds),
                     "listing_seconds": dec(c.time.listing_seconds),
                     "restore_seconds": dec(c.time.restore_seconds),
+                    "server_request_seconds": dec(c.time.server_request_seconds),
+                    "server_throughput_seconds": dec(c.time.server_throughput_seconds),
+                    "client_cpu_seconds": dec(c.time.client_cpu_seconds),
                     "effective_bandwidth_bytes_per_second": dec(c.time.effective_bandwidth),
                 },
                 "requests": {
@@ -145,6 +153,15 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             "part_size": a.part_rule.preferred_part,
             "compute_at": a.reads.as_ref().map(|r| r.compute.canonical()),
             "reads_per_month": a.reads.as_ref().map(|r| dec(r.per_month)),
+            "measured": a.measured.as_ref().map(|m| json!({
+                "source_get_per_second": m.source_get_per_second.map(dec),
+                "destination_put_per_second": m.destination_put_per_second.map(dec),
+                "source_get_bytes_per_second": m.source_get_bytes_per_second.map(dec),
+                "destination_put_bytes_per_second": m.destination_put_bytes_per_second.map(dec),
+                "cpu_seconds_per_gib": m.cpu_seconds_per_gib.map(dec),
+                "cores": m.cores,
+                "shared_host": m.shared_host,
+            })),
         },
         "candidates": candidates,
     })

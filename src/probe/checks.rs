@@ -45,6 +45,7 @@ pub(crate) async fn run_all(
         _ => s3raw::not_tested(report, "not tested (S3 only)"),
     }
     latency(ctx, opts, report).await;
+    super::rates::request_rates(ctx, report).await;
     throughput(ctx, opts, report).await;
     Ok(())
 }
@@ -634,10 +635,29 @@ async fn throughput(ctx: &Ctx<'_>, opts: &ProbeOpts, report: &mut ProbeReport) {
             format!("failed: {}", short(&e)),
         )),
     }
+    let cpu_before = super::rates::process_cpu_seconds();
     match transfer(ctx, "multi", opts.streams.max(1), &body).await {
         Ok((put, get)) => {
             report.multi_stream_bytes_per_sec = Some(put);
             report.multi_stream_get_bytes_per_sec = Some(get);
+            // Both directions moved these bytes once each.
+            let gib = 2.0 * (body.len() * opts.streams.max(1)) as f64 / (1u64 << 30) as f64;
+            let transfer = match (cpu_before, super::rates::process_cpu_seconds()) {
+                (Some(a), Some(b)) if b > a && gib > 0.0 => {
+                    Some(super::rates::round4((b - a) / gib))
+                }
+                _ => None,
+            };
+            let hash_copy = super::rates::hash_copy_seconds_per_gib();
+            report.client_cpu = Some(super::rates::ClientCpu {
+                hash_copy_seconds_per_gib: hash_copy,
+                transfer_seconds_per_gib: transfer,
+                copy_seconds_per_gib: match (hash_copy, transfer) {
+                    (Some(h), Some(t)) => Some(super::rates::round4(h + 2.0 * t)),
+                    (h, t) => h.or(t),
+                },
+                cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            });
         }
         Err(e) => report.findings.push(Finding::new(
             "throughput_multi",

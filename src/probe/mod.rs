@@ -25,7 +25,9 @@
 //! Measurements: latency is the median of `requests` small PUTs, HEADs and GETs (each kind's
 //! median is kept too); throughput is one `stream_bytes` PUT then GET on one stream, and `streams`
 //! such PUTs (then GETs) in parallel. The planner reads the PUT figures, the direction that
-//! matters when the store is a destination.
+//! matters when the store is a destination. Then what bounds a run ([`rates`]): small-object
+//! PUT and GET rates with 1, 8, 32 and 64 requests in flight, and the engine's CPU seconds per GiB
+//! (hashing and copying, plus the HTTP transfer's own CPU) against this machine's cores.
 //!
 //! JSON (`moverctl probe --json`, and the saved file), schema `moverctl.probe/1`:
 //! ```json
@@ -40,6 +42,11 @@
 //!   "single_stream_bytes_per_sec": 1.2e8, "single_stream_get_bytes_per_sec": 3.0e8,
 //!   "multi_stream_bytes_per_sec": 4.0e8, "multi_stream_get_bytes_per_sec": 9.0e8,
 //!   "min_part_size_accepted": 5242880,
+//!   "request_rate": [ { "in_flight": 1, "put_per_sec": 310.0, "get_per_sec": 520.0 }, … ],
+//!   "request_rate_object_bytes": 16384,
+//!   "client_cpu": { "hash_copy_seconds_per_gib": 2.1, "transfer_seconds_per_gib": 1.4,
+//!                   "copy_seconds_per_gib": 4.9, "cores": 2 },
+//!   "on_this_machine": true,
 //!   "cleanup": { "deleted": 61, "left": [] } }
 //! ```
 //! `status` is one of `yes`, `no`, `unknown`, `not-tested`. Measurements that could not be taken
@@ -47,6 +54,7 @@
 //! multipart upload used, or null. The location never carries a credential.
 
 mod checks;
+pub mod rates;
 pub mod s3raw;
 pub mod saved;
 mod table;
@@ -140,6 +148,18 @@ pub struct ProbeReport {
     pub multi_stream_bytes_per_sec: Option<f64>,
     pub multi_stream_get_bytes_per_sec: Option<f64>,
     pub min_part_size_accepted: Option<u64>,
+    /// Small-object request rate under concurrency ([`rates`]); empty in older probe files.
+    #[serde(default)]
+    pub request_rate: Vec<rates::RatePoint>,
+    #[serde(default)]
+    pub request_rate_object_bytes: Option<u64>,
+    /// The engine's CPU cost per GiB on the probing machine ([`rates`]).
+    #[serde(default)]
+    pub client_cpu: Option<rates::ClientCpu>,
+    /// The store is served from this machine (a local folder, or a loopback endpoint): its
+    /// server work competes with the client's for the same cores.
+    #[serde(default)]
+    pub on_this_machine: bool,
     pub cleanup: Cleanup,
 }
 
@@ -160,6 +180,26 @@ impl ProbeReport {
             (Some(m), n) if n > 0 && m > 0.0 => Some(m / n as f64),
             _ => self.single_stream_bytes_per_sec.filter(|v| *v > 0.0),
         }
+    }
+
+    /// Small PUTs per second the server sustains with `concurrency` in flight.
+    pub fn put_rate_at(&self, concurrency: usize) -> Option<f64> {
+        let pts: Vec<(usize, f64)> = self
+            .request_rate
+            .iter()
+            .filter_map(|p| Some((p.in_flight, p.put_per_sec?)))
+            .collect();
+        rates::rate_at(&pts, concurrency)
+    }
+
+    /// Small GETs per second the server sustains with `concurrency` in flight.
+    pub fn get_rate_at(&self, concurrency: usize) -> Option<f64> {
+        let pts: Vec<(usize, f64)> = self
+            .request_rate
+            .iter()
+            .filter_map(|p| Some((p.in_flight, p.get_per_sec?)))
+            .collect();
+        rates::rate_at(&pts, concurrency)
     }
 }
 
@@ -340,6 +380,10 @@ pub async fn probe(store: &Store, opts: ProbeOpts) -> Result<ProbeReport, ProbeE
         multi_stream_bytes_per_sec: None,
         multi_stream_get_bytes_per_sec: None,
         min_part_size_accepted: None,
+        request_rate: Vec::new(),
+        request_rate_object_bytes: None,
+        client_cpu: None,
+        on_this_machine: store.local_root.is_some(),
         cleanup: Cleanup::default(),
     };
     let outcome = {

@@ -73,6 +73,43 @@ pub fn for_location(group: &str, location: &str) -> Option<ProbeReport> {
     (report.schema == SCHEMA).then_some(report)
 }
 
+/// The saved probe of `location` or of the nearest folder above it (the longest probed location
+/// that `location` starts with; the newest of equals), with its file. `group` as in
+/// [`for_location`].
+pub fn covering(group: &str, location: &str) -> Option<(PathBuf, ProbeReport)> {
+    let dir = provider_dir(&state_dir()?, group);
+    let want = location.trim_end_matches('/');
+    let mut best: Option<(PathBuf, ProbeReport)> = None;
+    for ent in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = ent.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let Some(report) = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<ProbeReport>(&t).ok())
+            .filter(|r| r.schema == SCHEMA)
+        else {
+            continue;
+        };
+        let have = report.location.trim_end_matches('/');
+        let covers = want == have
+            || (want.starts_with(have)
+                && matches!(want.as_bytes().get(have.len()), Some(b'/' | b':')));
+        if !covers {
+            continue;
+        }
+        let better = best.as_ref().is_none_or(|(_, b)| {
+            let blen = b.location.trim_end_matches('/').len();
+            have.len() > blen || (have.len() == blen && report.timestamp > b.timestamp)
+        });
+        if better {
+            best = Some((path, report));
+        }
+    }
+    best
+}
+
 /// The newest saved probe of a provider (by the report's timestamp), with its file. Files that
 /// do not parse or carry another schema are skipped.
 pub fn newest(provider: &str) -> Option<(PathBuf, ProbeReport)> {

@@ -73,6 +73,53 @@ pub fn render_table(r: &ProbeReport) -> String {
             rate(r.multi_stream_get_bytes_per_sec)
         ),
     ]);
+    if !r.request_rate.is_empty() {
+        let per = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}/s"));
+        let levels: Vec<String> = r
+            .request_rate
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}: PUT {} GET {}",
+                    p.in_flight,
+                    per(p.put_per_sec),
+                    per(p.get_per_sec)
+                )
+            })
+            .collect();
+        let top = r
+            .request_rate
+            .iter()
+            .map(|p| p.in_flight)
+            .max()
+            .unwrap_or(1);
+        t.add_row(vec![
+            "request rate under concurrency".to_string(),
+            format!(
+                "PUT {}, GET {}",
+                per(r.put_rate_at(top)),
+                per(r.get_rate_at(top))
+            ),
+            format!(
+                "best objects/s of {} objects; in flight {}",
+                fmt_bytes(r.request_rate_object_bytes.unwrap_or(0)),
+                levels.join(", ")
+            ),
+        ]);
+    }
+    if let Some(c) = &r.client_cpu {
+        let s = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2} s"));
+        t.add_row(vec![
+            "engine CPU per GiB copied".to_string(),
+            s(c.copy_seconds_per_gib),
+            format!(
+                "hashing (CRC64+MD5) and a copy {} per GiB, HTTP {} per GiB each way; {} cores",
+                s(c.hash_copy_seconds_per_gib),
+                s(c.transfer_seconds_per_gib),
+                c.cores
+            ),
+        ]);
+    }
     t.add_row(vec![
         "smallest part size accepted".to_string(),
         r.min_part_size_accepted

@@ -120,6 +120,19 @@ async fn garage_checks_digests_stores_checksums_and_overwrites_on_create() {
     assert!(r.latency_ms.unwrap() > 0.0);
     assert!(r.single_stream_bytes_per_sec.unwrap() > 0.0);
     assert!(r.multi_stream_bytes_per_sec.unwrap() > 0.0);
+    // What bounds a run: small-object rates at 1, 8, 32 and 64 in flight, and the engine's CPU.
+    let levels: Vec<usize> = r.request_rate.iter().map(|p| p.in_flight).collect();
+    assert_eq!(levels, [1, 8, 32, 64], "{:?}", r.request_rate);
+    for p in &r.request_rate {
+        assert!(
+            p.put_per_sec.unwrap() > 0.0 && p.get_per_sec.unwrap() > 0.0,
+            "{p:?}"
+        );
+    }
+    let cpu = r.client_cpu.clone().expect("engine CPU measured");
+    assert!(cpu.hash_copy_seconds_per_gib.unwrap() > 0.0, "{cpu:?}");
+    assert!(cpu.copy_seconds_per_gib.unwrap() >= cpu.hash_copy_seconds_per_gib.unwrap());
+    assert!(cpu.cores >= 1);
     assert_eq!(r.provider.as_deref(), Some("onprem"));
     assert!(r.cleanup.left.is_empty(), "{:?}", r.cleanup);
     let left = everything_under(&given, &remotes).await;
@@ -480,6 +493,26 @@ fn probe_of_a_folder_is_saved_and_the_planner_uses_it() {
     }
     let latency = saved["latency_ms"].as_f64().unwrap().ceil().max(1.0) as u64;
     let per_stream = (saved["multi_stream_bytes_per_sec"].as_f64().unwrap() / 2.0).round() as u64;
+    assert_eq!(
+        saved["request_rate"].as_array().unwrap().len(),
+        4,
+        "{saved}"
+    );
+    assert!(
+        saved["client_cpu"]["copy_seconds_per_gib"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    // The best PUT rate at or below the plan's 64 in flight.
+    let put_rate = saved["request_rate"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["in_flight"].as_u64().unwrap() <= 64)
+        .map(|p| p["put_per_sec"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    let aggregate = saved["multi_stream_bytes_per_sec"].as_f64().unwrap();
 
     // The planner picks it up for the onprem destination only.
     let o = plan(state.path(), &[]);
@@ -514,6 +547,31 @@ fn probe_of_a_folder_is_saved_and_the_planner_uses_it() {
     assert_eq!(cands[0]["destination"], "onprem");
     assert_eq!(v["assumptions"]["latency_ms"], latency);
     assert_eq!(v["assumptions"]["probe"]["provider"], "onprem");
+    // The measured bounds: the folder's PUT rate and aggregate throughput time onprem.
+    let m = &v["assumptions"]["measured"];
+    assert!(
+        (m["destination_put_per_second"].as_f64().unwrap() - put_rate).abs() < 1e-3,
+        "{m}"
+    );
+    assert!(m["source_get_per_second"].is_null(), "no probe of aws: {m}");
+    let t = &onprem["time"];
+    let want = 10e12 / aggregate;
+    let got = t["server_throughput_seconds"].as_f64().unwrap();
+    assert!((got - want).abs() / want < 1e-4, "{got} vs {want}");
+    let seconds = t["seconds"].as_f64().unwrap();
+    assert!(seconds >= got - 1e-6, "{t}");
+    assert!(
+        [
+            "bandwidth",
+            "requests",
+            "server request rate",
+            "server throughput",
+            "client CPU"
+        ]
+        .contains(&t["bound"].as_str().unwrap()),
+        "{t}"
+    );
+    assert!(b2["time"]["server_throughput_seconds"].as_f64().unwrap() == 0.0);
 
     // A flag given on the command line wins over the probe; the rest still comes from it.
     let o = plan(state.path(), &["--json", "--latency-ms", "45"]);
@@ -529,6 +587,7 @@ fn probe_of_a_folder_is_saved_and_the_planner_uses_it() {
     let o = plan(state.path(), &["--no-probe", "--json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["assumptions"]["probe"].is_null());
+    assert!(v["assumptions"]["measured"].is_null());
     assert_eq!(v["assumptions"]["latency_ms"], 30);
     let o = plan(state.path(), &["--no-probe"]);
     assert!(!text(&o).0.contains("using probe"));
