@@ -58,7 +58,7 @@ pub(super) fn split_for(args: &PlanArgs, config: Option<&Path>) -> Result<Option
         ));
     }
     if let Some(p) = &args.progress {
-        crate::plan::file::check_location("--progress", p)?;
+        crate::plan::file::check_location("--progress-location", p)?;
     }
     let inventory = match &args.inventory {
         Some(p) => Some((p.as_path(), inventory_format(args)?)),
@@ -183,7 +183,7 @@ pub(super) fn table(split: Split, plan: &PlanFile, progress: Option<String>) -> 
     }
 }
 
-/// The progress location of a plan: its `[shards] progress`, `--progress`, or
+/// The progress location of a plan: its `[shards] progress`, `--progress-location`, or
 /// `.moverctl-progress/` beside the destination prefix (in the bucket root when the destination
 /// is a whole bucket or a local folder, where listings leave it out). Always ends in the plan id.
 pub(super) fn progress_location(
@@ -193,7 +193,7 @@ pub(super) fn progress_location(
     dst: &Store,
 ) -> Result<String, CliError> {
     if let Some(g) = given.or(shards.progress.as_deref()) {
-        crate::plan::file::check_location("--progress", g)?;
+        crate::plan::file::check_location("--progress-location", g)?;
         return Ok(format!("{}/{}", g.trim_end_matches('/'), shards.id));
     }
     let base = dst_location.trim_end_matches('/');
@@ -238,7 +238,7 @@ pub(super) fn for_exec(
 ) -> Result<Option<ShardRun>, CliError> {
     let Some(spec) = spec else {
         if progress.is_some() {
-            return Err(usage("--progress goes with --shard"));
+            return Err(usage("--progress-location goes with --shard"));
         }
         return Ok(None);
     };

@@ -48,6 +48,10 @@ impl Single {
             listed_as: self.src_key.clone(),
             key: self.dst_key.clone(),
         });
+        // One object of each side: the pair's journal and lock are that object's, not the
+        // folders' (a copy of the same file under another name is another pair).
+        src.identity = format!("{} key {}", src.identity, self.src_key);
+        dst.identity = format!("{} key {}", dst.identity, self.dst_key);
     }
 }
 

@@ -27,7 +27,7 @@ pub struct StatusArgs {
     #[arg(long, default_value = "10m", value_name = "DURATION")]
     pub stale_after: String,
     /// A sharded plan: where its shards keep their progress records (as given to `exec`).
-    #[arg(long, value_name = "LOCATION")]
+    #[arg(long = "progress-location", value_name = "LOCATION")]
     pub progress: Option<String>,
 }
 

@@ -155,8 +155,12 @@ pub fn list_destination(
     store: &Store,
     requests: Arc<AtomicU64>,
 ) -> BoxStream<'static, Result<Listed, ListError>> {
-    match (store.kind, &store.local_root) {
-        (Kind::Local, Some(root)) => super::local::walk_destination(root.clone()),
+    match (store.kind, &store.local_root, &store.single) {
+        // The same checks as every listing (key order, a shard's range, progress records).
+        (Kind::Local, Some(root), None) => ranged(
+            ordered(super::local::walk_destination(root.clone()), store.shown()),
+            store.range.clone(),
+        ),
         _ => list_counted(store, None, requests),
     }
 }
