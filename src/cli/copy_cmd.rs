@@ -169,7 +169,11 @@ pub struct ExecArgs {
     pub shard: Option<String>,
     /// Where shards keep their progress records (default: the plan's, else .moverctl-progress/
     /// beside the destination prefix).
-    #[arg(long = "progress-location", id = "progress_location", value_name = "LOCATION")]
+    #[arg(
+        long = "progress-location",
+        id = "progress_location",
+        value_name = "LOCATION"
+    )]
     pub progress: Option<String>,
     #[command(flatten)]
     pub engine: EngineArgs,

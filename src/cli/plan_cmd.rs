@@ -183,7 +183,11 @@ pub struct PlanArgs {
     pub shards: Option<u32>,
     /// Where shards keep their progress records (default: .moverctl-progress/ beside the
     /// destination prefix); recorded in the plan.
-    #[arg(long = "progress-location", value_name = "LOCATION", requires = "shards")]
+    #[arg(
+        long = "progress-location",
+        value_name = "LOCATION",
+        requires = "shards"
+    )]
     pub progress: Option<String>,
 }
 
