@@ -23,6 +23,7 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   if [ "$(id -u)" != 0 ]; then as_root="sudo"; fi
   $as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq chromium
+fi
 # Debian's Prometheus Pushgateway: `sync --metrics-push` is tested against the real one (the test
 # starts and stops its own on a free port).
 if ! command -v prometheus-pushgateway >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
