@@ -252,7 +252,6 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
         "move\n(once)",
         "storage\n/mo",
         "reads/mo",
-        "read\npath",
         horizon.as_str(),
         "break-\neven",
         "time",
@@ -267,10 +266,17 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
             (Kind::Move, Some(m)) => format!("month {m}"),
             (Kind::Move, None) => "never".to_string(),
         };
-        let name = match c.kind {
-            // On two lines: the table fits 100 columns (see `ranked_table`).
-            Kind::Stay => format!("stay\n({})", c.resolved),
-            Kind::Move => c.destination.clone(),
+        // How the GPUs read it goes on a second line (the table fits 100 columns; see
+        // `ranked_table`): the stay row also names the source.
+        let path = c
+            .reads
+            .as_ref()
+            .map(|p| format!("reads: {}", p.route.as_str()));
+        let name = match (c.kind, path) {
+            (Kind::Stay, Some(p)) => format!("stay\n({})\n{p}", c.resolved),
+            (Kind::Stay, None) => format!("stay\n({})", c.resolved),
+            (Kind::Move, Some(p)) => format!("{}\n{p}", c.destination),
+            (Kind::Move, None) => c.destination.clone(),
         };
         table.add_row(vec![
             (i + 1).to_string(),
@@ -278,9 +284,6 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
             k.one_time().to_string(),
             k.storage_per_month.to_string(),
             k.reads_per_month.to_string(),
-            c.reads
-                .as_ref()
-                .map_or("-".to_string(), |p| p.route.as_str().to_string()),
             k.total().to_string(),
             be,
             horizon::move_time(c),
@@ -292,7 +295,7 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
         ]);
     }
     finish(&mut table, usize::MAX);
-    for col in [2, 3, 4, 6, 9, 10] {
+    for col in [2, 3, 4, 5, 8, 9] {
         if let Some(c) = table.column_mut(col) {
             c.set_cell_alignment(CellAlignment::Right);
         }

@@ -876,7 +876,7 @@ fn the_plan_table_fits_100_columns() {
         "--from",
         "aws:us-east-1",
         "--to",
-        "backblaze-b2,cloudflare-r2,wasabi:us-east-1",
+        "backblaze-b2,cloudflare-r2,wasabi:us-east-1,gcp:us-central1",
         "--bytes",
         "2PB",
         "--objects",
@@ -889,7 +889,7 @@ fn the_plan_table_fits_100_columns() {
     for (args, n) in [
         (vec!["--example"], 4),
         (wide.to_vec(), 6),
-        (stay.to_vec(), 4),
+        (stay.to_vec(), 5),
     ] {
         let o = moverctl().arg("plan").args(&args).output().unwrap();
         expect(&o, 0);
