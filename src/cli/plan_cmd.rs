@@ -19,7 +19,7 @@ use super::CliError;
 use crate::catalog::parts::{MIB, PartRule};
 use crate::catalog::{Catalog, Place};
 use crate::money::Usd;
-use crate::plan::corpus::{Corpus, InventoryFormat};
+use crate::plan::corpus::Corpus;
 use crate::plan::file::{PlanFile, PlanInputs};
 use crate::plan::horizon;
 use crate::plan::horizon::{ComputeAt, Reads};
@@ -246,22 +246,7 @@ fn resolve(
     let corpus = match &args.inventory {
         _ if split.is_some() => split.cloned().expect("checked"),
         Some(path) => {
-            let format = match args.inventory_format.as_str() {
-                "auto" => InventoryFormat::Auto,
-                "csv" => InventoryFormat::Csv,
-                "jsonl" | "json" => InventoryFormat::JsonLines,
-                "s3" => InventoryFormat::S3Inventory(
-                    args.s3_columns
-                        .split(',')
-                        .map(|s| s.trim().to_string())
-                        .collect(),
-                ),
-                other => {
-                    return Err(usage(format!(
-                        "--inventory-format {other:?}: use auto, csv, jsonl or s3"
-                    )));
-                }
-            };
+            let format = super::shard_cmd::inventory_format(&args)?;
             Corpus::from_inventory(path, format)?
         }
         None => match &args.src {

@@ -27,8 +27,8 @@ pub(super) struct Split {
     pub ranges: Vec<PlannedRange>,
 }
 
-/// `--inventory-format` as the shard split reads it (the same rule as `plan_cmd::resolve`).
-fn inventory_format(args: &PlanArgs) -> Result<InventoryFormat, CliError> {
+/// `--inventory-format` resolved: the one rule `plan` and the shard split both use.
+pub(super) fn inventory_format(args: &PlanArgs) -> Result<InventoryFormat, CliError> {
     Ok(match args.inventory_format.as_str() {
         "auto" => InventoryFormat::Auto,
         "csv" => InventoryFormat::Csv,
