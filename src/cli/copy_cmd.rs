@@ -33,6 +33,11 @@ pub struct EngineArgs {
     /// help over long-distance links) instead of one GET per object split as it streams.
     #[arg(long)]
     pub ranged_reads: bool,
+    /// Stream every object through this machine even where source and destination are one S3
+    /// service with the same credentials (by default those are copied on the server with
+    /// CopyObject / UploadPartCopy: no bytes through here, and --bwlimit does not apply to them).
+    #[arg(long)]
+    pub no_server_side: bool,
     /// Preferred multipart part size (raised to fit the destination's limits).
     #[arg(long)]
     pub part_size: Option<String>,
@@ -382,6 +387,7 @@ pub(super) fn resolve(
             fsync: e.fsync.parse().map_err(usage)?,
             preserve_mtime: e.preserve_mtime,
             size_ahead,
+            server_side: !e.no_server_side,
         },
         limits,
         journal_path,

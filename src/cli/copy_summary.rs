@@ -108,6 +108,7 @@ pub(super) fn summary_json(r: &Report, plan: Option<&PlanFile>, ids: &RunIds) ->
                      "get": r.requests_get, "put": r.requests_put, "head": r.requests_head},
         "bytes_read": r.read_bytes,
         "bytes_written": r.written_bytes,
+        "server_side": {"objects": r.server_side_objects, "bytes": r.server_side_bytes},
         "resumed_parts": r.resumed_parts,
         "aborted_uploads": r.aborted_uploads,
         "open_multipart_uploads": r.open_uploads,
@@ -131,7 +132,15 @@ pub(super) fn verified_line(r: &Report) -> String {
         .iter()
         .map(|(k, v)| format!("{k}: {v}"))
         .collect();
-    format!("verified: {}\n", v.join(", "))
+    let mut out = format!("verified: {}\n", v.join(", "));
+    if r.server_side_objects > 0 {
+        out.push_str(&format!(
+            "server-side: {} objects, {} copied by the destination service (no bytes through this machine)\n",
+            r.server_side_objects,
+            fmt_bytes(r.server_side_bytes)
+        ));
+    }
+    out
 }
 
 /// Objects whose destination was checked by size only.

@@ -306,6 +306,7 @@ pub(super) fn summary_json(
                      "delete": d.requests_delete},
         "bytes_read": r.read_bytes,
         "bytes_written": r.written_bytes,
+        "server_side": {"objects": r.server_side_objects, "bytes": r.server_side_bytes},
         "retries": r.retries,
         "cost": o.cost.json(),
         "seconds": secs(r).to_string().parse::<serde_json::Number>().ok(),

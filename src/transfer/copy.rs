@@ -118,6 +118,11 @@ pub struct Outcome {
     pub parts: u64,
     pub upload_id: Option<String>,
     pub part_size: Option<u64>,
+    /// `digests.crc64` is the object's CRC64 (false: a server-side copy of a source that states
+    /// none; the bytes never passed here).
+    pub crc64_known: bool,
+    /// Copied by the destination service itself (see [`super::server_side`]).
+    pub server_side: bool,
 }
 
 pub struct Ctx {
@@ -134,6 +139,9 @@ pub struct Ctx {
     /// Large objects are read with one GET each (split into parts as they stream); false: one
     /// ranged GET per part.
     pub sequential_reads: bool,
+    /// Source and destination are one S3 service with the same credentials: objects are copied
+    /// there where the result can be proven ([`super::server_side`]).
+    pub server_side: Option<Arc<super::server_side::ServerSide>>,
 }
 
 /// A byte range of a source object as a stream, pinned to the listed ETag where the store has one.
@@ -233,7 +241,11 @@ pub(super) async fn check_source(
 
 /// Whether the source's last part has the size a regular layout of `part`-sized parts implies
 /// (one HEAD of that part); true when it cannot be told.
-async fn layout_is_regular(ctx: &Ctx, src: &Entry, part: u64) -> Result<bool, CopyError> {
+pub(super) async fn layout_is_regular(
+    ctx: &Ctx,
+    src: &Entry,
+    part: u64,
+) -> Result<bool, CopyError> {
     let Some(s3) = &ctx.src.s3 else {
         return Ok(true);
     };
@@ -554,7 +566,7 @@ async fn raw_head(
     }
 }
 
-fn metadata(ctx: &Ctx, src: &Entry, crc: Option<u64>) -> Attributes {
+pub(super) fn metadata(ctx: &Ctx, src: &Entry, crc: Option<u64>) -> Attributes {
     let mut a = Attributes::new();
     if !ctx.dst.caps.keeps_metadata {
         return a;
@@ -592,6 +604,11 @@ pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
             Upload::Multipart { part_size, .. } => Some(part_size),
         };
         return super::local_dest::copy(ctx, src, part).await;
+    }
+    if let Some(ss) = &ctx.server_side
+        && let Some(out) = super::server_side::copy(ctx, ss, src).await?
+    {
+        return Ok(out);
     }
     let out = match plan {
         Upload::Single => copy_single(ctx, src).await?,
@@ -708,6 +725,8 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         parts: 0,
         upload_id: None,
         part_size: None,
+        crc64_known: true,
+        server_side: false,
     })
 }
 
@@ -866,13 +885,14 @@ impl Splitter {
 /// part size, with the parts it recorded (each is re-read and compared before reuse), or a new
 /// one, journaled at once. An upload started for another version (or part size) is aborted,
 /// never stitched.
-async fn resume_or_start(
+pub(super) async fn resume_or_start(
     ctx: &Ctx,
     mp: &Arc<dyn object_store::multipart::MultipartStore>,
     path: &object_store::path::Path,
     src: &Entry,
     part_size: u64,
     parts: u64,
+    crc: Option<u64>,
 ) -> Result<(String, Vec<Option<PartRecord>>), CopyError> {
     // Resume an upload the journal knows, if it is for this exact source version and part size.
     let mut done: Vec<Option<PartRecord>> = vec![None; parts as usize];
@@ -909,7 +929,7 @@ async fn resume_or_start(
         None => {
             ctx.counters.put.fetch_add(1, Relaxed);
             let attrs = if ctx.dst.caps.metadata_on_multipart {
-                metadata(ctx, src, None)
+                metadata(ctx, src, crc)
             } else {
                 Attributes::new()
             };
@@ -967,7 +987,7 @@ struct PartUpload<'a> {
 type KeptPart = (Vec<Bytes>, tokio::sync::OwnedSemaphorePermit);
 
 /// Adds `bytes` to the in-flight progress of `key`.
-fn progress_in_flight(ctx: &Ctx, key: &str, bytes: u64) {
+pub(super) fn progress_in_flight(ctx: &Ctx, key: &str, bytes: u64) {
     if let Some(e) = ctx
         .counters
         .in_flight
@@ -1119,7 +1139,7 @@ async fn copy_multipart(
         .take_if(|(size, _)| *size == part_size)
         .map(|(_, etag)| etag);
 
-    let (id, done) = resume_or_start(ctx, &mp, &path, src, part_size, parts).await?;
+    let (id, done) = resume_or_start(ctx, &mp, &path, src, part_size, parts, None).await?;
 
     ctx.counters
         .in_flight
@@ -1274,6 +1294,8 @@ async fn copy_multipart(
         parts,
         upload_id: Some(id),
         part_size: Some(ranges[0].end - ranges[0].start),
+        crc64_known: true,
+        server_side: false,
     })
 }
 
@@ -1438,6 +1460,8 @@ async fn copy_multipart_streaming(
         parts: ranges.len() as u64,
         upload_id: None,
         part_size: Some(ranges[0].end - ranges[0].start),
+        crc64_known: true,
+        server_side: false,
     })
 }
 
@@ -1455,7 +1479,7 @@ impl Drop for InFlightGuard {
 /// Give up on a multipart upload: abort it, forget its journal row and parts, and (when it was
 /// completed but failed verification) delete the object, so neither a retry nor a later run can
 /// build on it or mistake it for a good copy.
-async fn abandon(
+pub(super) async fn abandon(
     ctx: &Ctx,
     mp: &Arc<dyn object_store::multipart::MultipartStore>,
     path: &object_store::path::Path,

@@ -662,6 +662,8 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Ou
         parts: if large { parts.len() as u64 } else { 0 },
         upload_id: None,
         part_size: large.then_some(part),
+        crc64_known: true,
+        server_side: false,
     })
 }
 

@@ -15,6 +15,7 @@ pub mod diff;
 pub mod filter;
 pub mod local_dest;
 pub mod progress_store;
+pub mod server_side;
 pub mod sync;
 pub mod verification;
 
@@ -104,6 +105,9 @@ pub struct CopyOptions {
     /// the end of the listing. Its LIST requests are counted (and priced) with the source's;
     /// free for local folders.
     pub size_ahead: bool,
+    /// Copy on the server where source and destination are one S3 service with the same
+    /// credentials (`--no-server-side`: false).
+    pub server_side: bool,
 }
 
 /// Requests and bytes, counted as they happen.
@@ -116,6 +120,9 @@ pub struct Counters {
     pub written_bytes: AtomicU64,
     pub resumed_parts: AtomicU64,
     pub aborted_uploads: AtomicU64,
+    /// Objects (and their bytes) the destination service copied itself.
+    pub server_side_objects: AtomicU64,
+    pub server_side_bytes: AtomicU64,
     /// Large objects in flight: key → (bytes done, size), for per-object progress bars.
     pub in_flight: Mutex<BTreeMap<String, (u64, u64)>>,
     /// Objects (and their bytes) finished: verified copies and skips, for progress displays.
@@ -190,6 +197,10 @@ pub struct Report {
     pub read_bytes: u64,
     pub written_bytes: u64,
     pub resumed_parts: u64,
+    /// Objects (and their bytes) copied by the destination service itself: no byte of them
+    /// passed through this machine.
+    pub server_side_objects: u64,
+    pub server_side_bytes: u64,
     /// Multipart uploads abandoned and aborted (their source changed).
     pub aborted_uploads: u64,
     /// Multipart uploads still open at the end (failed or interrupted), kept for resume.
@@ -391,6 +402,13 @@ impl Run {
             None => opts.max_buffer,
         };
         let buffer_mib = (max_buffer >> 20).clamp(1, u32::MAX as u64 >> 1) as usize;
+        let server_side = if opts.server_side && !opts.dry_run {
+            server_side::ServerSide::between(&src, &dst)
+                .await
+                .map(Arc::new)
+        } else {
+            None
+        };
         let ctx = Arc::new(Ctx {
             src,
             dst,
@@ -406,6 +424,7 @@ impl Run {
                 && limits
                     .byte_rate()
                     .is_none_or(|r| r.saturating_mul(20) >= opts.part_rule.preferred_part),
+            server_side,
         });
         let mut report = Report {
             dry_run: opts.dry_run,
@@ -559,6 +578,8 @@ impl Run {
         report.written_bytes = counters.written_bytes.load(Relaxed);
         report.resumed_parts = counters.resumed_parts.load(Relaxed);
         report.aborted_uploads = counters.aborted_uploads.load(Relaxed);
+        report.server_side_objects = counters.server_side_objects.load(Relaxed);
+        report.server_side_bytes = counters.server_side_bytes.load(Relaxed);
         report.throttle_events = limits.throttle_events();
         report.dest_objects = differ.dst_objects();
         report.elapsed = started.elapsed();
@@ -743,7 +764,9 @@ fn tally(
                 src_etag: entry.e_tag,
                 src_mtime: Some(entry.last_modified.to_rfc3339()),
                 state: State::Verified,
-                crc64: Some(crate::checksum::crc64_hex(o.digests.crc64)),
+                crc64: o
+                    .crc64_known
+                    .then(|| crate::checksum::crc64_hex(o.digests.crc64)),
                 md5: o.digests.md5.map(|m| crate::checksum::hex(&m)),
                 dst_etag: o.dst_etag,
                 verified_by: Some(o.verified_by.to_string()),

@@ -75,6 +75,10 @@ labelled!(
         DestCrc32c => "dest-crc32c",
         /// Only the destination's size (its ETags are not content hashes).
         DestSize => "dest-size",
+        /// Copied by the destination service itself (CopyObject / UploadPartCopy): the ETag it
+        /// computed over the bytes it wrote equals the source's content ETag (its MD5, or its
+        /// multipart ETag with every part's ETag composing to it).
+        DestCopyEtag => "dest-copy-etag",
         /// Read back and compared by CRC64.
         ReadbackCrc64 => "readback-crc64",
         /// A local file: the CRC64 of the bytes written, computed once as they were handed to

@@ -63,6 +63,7 @@ pub fn options() -> CopyOptions {
         fsync: moverctl::transfer::Fsync::Object,
         preserve_mtime: true,
         size_ahead: false,
+        server_side: false,
     }
 }
 

@@ -22,6 +22,7 @@ mod probe;
 mod refusals;
 mod regress;
 mod resume;
+mod server_side;
 mod shards;
 mod slurm;
 mod stores;

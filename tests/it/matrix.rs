@@ -527,20 +527,21 @@ async fn wipe(store: &Store, objs: &[Obj]) {
 }
 
 fn write_coverage(src_kind: K, lines: &[String]) {
+    write_coverage_named(&format!("{src_kind:?}").to_lowercase(), lines);
+}
+
+fn write_coverage_named(name: &str, lines: &[String]) {
     let mut text = String::new();
     for l in lines {
         let _ = writeln!(text, "{l}");
     }
     eprintln!(
-        "verification matrix, {src_kind:?} sources ({} lines):\n{text}",
+        "verification matrix, {name} ({} lines):\n{text}",
         lines.len()
     );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
     let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(
-        dir.join(format!("verification-matrix-{src_kind:?}.txt").to_lowercase()),
-        text,
-    );
+    let _ = std::fs::write(dir.join(format!("verification-matrix-{name}.txt")), text);
 }
 
 macro_rules! matrix_row {
@@ -559,3 +560,205 @@ matrix_row!(local_sources, K::Local);
 matrix_row!(s3_sources, K::S3);
 matrix_row!(azure_sources, K::Azure);
 matrix_row!(gcs_sources, K::Gcs);
+
+/// Faults of the server-side row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SF {
+    /// Every object's first copy answer (CopyObject, or one UploadPartCopy) carries an ETag that
+    /// is not the source's: a server that wrote other bytes.
+    CopyAnswerWrong,
+    /// A byte flipped on the first read of every object: only objects that stream are read.
+    ReadFlip,
+    /// The source's HEADs answer 503 without end.
+    HeadFails,
+    None,
+}
+
+/// Server-side copies (issue 15): S3 → S3 through one proxy, one service with one key, the run
+/// allowed to copy on the server; every size and origin × the faults that exist for it. The same
+/// one assertion as the other rows, plus: server-side objects are never read through this
+/// machine, a wrong copy answer is never taken for a copy (the object is streamed and verified),
+/// and whatever has no proof on the server streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_server_side() {
+    let Some(s) = servers() else { return };
+    let upstream = super::s3_upstream(&s);
+    let (objs, _) = objects(K::S3);
+    let proxy = Proxy::start(upstream).await;
+    let src = open(&s, K::S3, None, true, &proxy);
+    let src_prefix = src.raw.prefix.trim_end_matches('/').to_string();
+    seed(K::S3, &src, &objs).await;
+    // No content ETag to prove a server-side copy by: parts of unequal size.
+    let streams = |o: &Obj| o.origin == Origin::NoDigest;
+    let with_server_side = |v: Verify| CopyOptions {
+        server_side: true,
+        ..options(v)
+    };
+    let mut lines = Vec::new();
+    for f in [SF::CopyAnswerWrong, SF::ReadFlip, SF::HeadFails, SF::None] {
+        let proxy = Proxy::start(upstream).await;
+        let src_run = open(&s, K::S3, Some(&src_prefix), true, &proxy).run;
+        let dst = open(&s, K::S3, None, false, &proxy);
+        let dst_path = dst.proxy_path.clone().unwrap();
+        let sp = Plan::new();
+        for o in &objs {
+            let n = o.size.bytes();
+            match f {
+                SF::CopyAnswerWrong if !streams(o) => {
+                    proxy.add(
+                        "PUT",
+                        &format!("{dst_path}{}", o.key),
+                        "",
+                        PFault::BogusEtag,
+                        1,
+                    );
+                }
+                SF::ReadFlip if n > 0 => {
+                    sp.add(&o.key, Op::Get, Fault::Flip, n / 2, 1);
+                }
+                SF::HeadFails => {
+                    let path = src.proxy_path.as_deref().unwrap();
+                    proxy.add(
+                        "HEAD",
+                        &format!("{path}{}", o.key),
+                        "",
+                        PFault::SlowDown,
+                        1_000_000,
+                    );
+                }
+                _ => {}
+            }
+        }
+        let verify = if f == SF::ReadFlip {
+            Verify::Strict
+        } else {
+            Verify::Auto
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let j = dir.path().join("j.sqlite");
+        let what = format!("S3 -> S3 server-side, {f:?} ({verify:?})");
+        let out = go(
+            &faulty(&src_run, &sp),
+            &dst.run,
+            &j,
+            with_server_side(verify),
+        )
+        .await;
+        assert_nothing_wrong_recorded(&src, &dst, &out, &objs, &what).await;
+        let on_server = |k: &str| {
+            out.copied
+                .get(k)
+                .is_some_and(|by| by.ends_with("+dest-copy-etag"))
+        };
+        match f {
+            SF::CopyAnswerWrong => {
+                assert!(proxy.unspent().is_empty(), "{what}: {:?}", proxy.unspent());
+                for o in &objs {
+                    assert!(
+                        !on_server(&o.key),
+                        "{what}: {} taken as a server-side copy",
+                        o.key
+                    );
+                    assert!(
+                        out.copied.contains_key(&o.key),
+                        "{what}: {} not copied",
+                        o.key
+                    );
+                }
+            }
+            SF::ReadFlip => {
+                // Only what streams is read (and then caught, or refused as digest-less).
+                let read: Vec<String> = sp.hits().into_iter().map(|h| h.key).collect();
+                for o in &objs {
+                    let flipped = read.iter().any(|k| k.ends_with(&o.key));
+                    assert_eq!(
+                        flipped,
+                        streams(o) && o.size.bytes() > 0,
+                        "{what}: {} read through this machine: {flipped}",
+                        o.key
+                    );
+                    if !streams(o) {
+                        assert!(
+                            on_server(&o.key),
+                            "{what}: {} ({})",
+                            o.key,
+                            cell(&out, &o.key)
+                        );
+                    }
+                }
+            }
+            SF::HeadFails => {
+                // Single-part objects need no HEAD (their listed ETag is their MD5); every
+                // multipart one does (its part size), and fails rather than go unproven.
+                let needs_head = |o: &Obj| o.size.bytes() > 8 * MIB && o.origin != Origin::Single;
+                for o in &objs {
+                    assert_eq!(
+                        out.failed.contains_key(&o.key),
+                        needs_head(o),
+                        "{what}: {} ({})",
+                        o.key,
+                        cell(&out, &o.key)
+                    );
+                }
+            }
+            SF::None => {
+                assert!(
+                    out.report.failed.is_empty(),
+                    "{what}: {:?}",
+                    out.report.failed
+                );
+                let streamed: u64 = objs
+                    .iter()
+                    .filter(|o| streams(o))
+                    .map(|o| o.size.bytes())
+                    .sum();
+                assert_eq!(out.report.read_bytes, streamed, "{what}: bytes read");
+                for o in &objs {
+                    assert_eq!(
+                        on_server(&o.key),
+                        !streams(o),
+                        "{what}: {} ({})",
+                        o.key,
+                        cell(&out, &o.key)
+                    );
+                }
+            }
+        }
+        for o in &objs {
+            lines.push(format!(
+                "S3 -> S3 server-side | {:?} | {:?} | {f:?} ({verify:?}) | {}",
+                o.size,
+                o.origin,
+                cell(&out, &o.key)
+            ));
+        }
+        // A clean re-run ends exact everywhere.
+        let clean = Proxy::start(upstream).await;
+        let src_clean = open(&s, K::S3, Some(&src_prefix), true, &clean).run;
+        let dst_clean = open(
+            &s,
+            K::S3,
+            Some(dst.raw.prefix.trim_end_matches('/')),
+            false,
+            &clean,
+        )
+        .run;
+        let again = go(&src_clean, &dst_clean, &j, with_server_side(Verify::Auto)).await;
+        assert!(
+            again.report.failed.is_empty(),
+            "{what}, re-run: {:?}",
+            again.report.failed
+        );
+        for o in &objs {
+            assert_eq!(
+                bytes_of(&dst.raw, &o.key).await,
+                Some(data(&o.key, o.size.bytes())),
+                "{what}, re-run: {} not exact",
+                o.key
+            );
+        }
+        wipe(&dst.raw, &objs).await;
+    }
+    wipe(&src.raw, &objs).await;
+    write_coverage_named("s3-server-side", &lines);
+}

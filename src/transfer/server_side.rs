@@ -1,0 +1,633 @@
+//! Server-side copy: when source and destination are two places of one S3 service reached with
+//! the same credentials, the destination copies the bytes itself (CopyObject, UploadPartCopy) and
+//! nothing but requests passes through this machine.
+//!
+//! A server-side copy is only made where its result can be proven without reading the bytes:
+//!
+//! | the source | the copy | the proof (`read+write` label) |
+//! |---|---|---|
+//! | single-part, MD5 ETag, ≤ the destination's single-PUT limit | one CopyObject | the copy's ETag is that MD5 (`source-md5+dest-copy-etag`) |
+//! | multipart, `md5(part md5s)-N` ETag, regular layout the destination accepts | UploadPartCopy of the same ranges | every part's ETag, and the completed object's ETag, compose to the source's (`source-parts-etag+dest-copy-etag`) |
+//!
+//! Each copy is pinned to the listed source ETag (`x-amz-copy-source-if-match`), so a source
+//! changed since it was listed fails as it would in a streaming copy. Anything else (no content
+//! ETag, an SSE-KMS answer, `--verify readback`, a service that refuses the call) is streamed
+//! through this machine as before, and so is an object whose server-side result does not prove
+//! out: the wrong copy is deleted first. Multipart copies are journaled per part like streaming
+//! ones, so a killed run resumes at part level.
+//!
+//! The requests are presigned with the destination's credentials (object_store's `Signer`, the
+//! copy headers bound to the signature) and sent with reqwest; their URLs carry a signature and
+//! are never printed. `--tpslimit` paces them; `--bwlimit` does not apply (no bytes flow here).
+
+use super::Verify;
+use super::claims::Claims;
+use super::copy::{self, CopyError, Ctx, Outcome};
+use super::verification::{ReadCheck, Verification, WriteCheck};
+use crate::checksum::{self, Digests};
+use crate::journal::PartRecord;
+use crate::store::Store;
+use crate::store::list::Entry;
+use crate::store::location::Location;
+use crate::store::retry::{Backoff, retryable_status};
+use futures::stream::{self, StreamExt};
+use object_store::multipart::PartId;
+use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, SignedUrlOptions, Signer};
+use object_store::{Attribute, ObjectStoreExt};
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+/// What a run needs to copy server side, decided once when it starts ([`ServerSide::between`]).
+#[derive(Debug)]
+pub struct ServerSide {
+    /// The source's bucket, named in `x-amz-copy-source`.
+    src_bucket: String,
+    /// Set once the service refuses a server-side copy (not implemented, or denied): the rest
+    /// of the run streams.
+    off: AtomicBool,
+}
+
+/// The service part of a store's identity (`s3 http://127.0.0.1:3900`): two stores with the same
+/// one are the same S3 service.
+fn service(identity: &str) -> Option<&str> {
+    identity.split_once(" bucket ").map(|(s, _)| s)
+}
+
+impl ServerSide {
+    /// Server-side copy is possible between `src` and `dst` when both are S3 locations of one
+    /// service (the same endpoint), signed with the same access key, and neither is anonymous.
+    pub async fn between(src: &Store, dst: &Store) -> Option<ServerSide> {
+        let (Some(s), Some(d)) = (&src.s3, &dst.s3) else {
+            return None;
+        };
+        if src.s3_anonymous || dst.s3_anonymous || src.local_root.is_some() {
+            return None;
+        }
+        if service(&src.identity)? != service(&dst.identity)? {
+            return None;
+        }
+        let a = s.credentials().get_credential().await.ok()?;
+        let b = d.credentials().get_credential().await.ok()?;
+        if a.key_id != b.key_id {
+            return None;
+        }
+        let Location::S3 { bucket, .. } = &src.location else {
+            return None;
+        };
+        Some(ServerSide {
+            src_bucket: bucket.clone(),
+            off: AtomicBool::new(false),
+        })
+    }
+}
+
+/// How one object is copied on the server.
+enum Mode {
+    /// One CopyObject; the copy's ETag must be this MD5.
+    Single([u8; 16]),
+    /// UploadPartCopy of the source's own parts; the result's ETag must be the source's.
+    Parts { part: u64, etag: String },
+}
+
+/// Copies `src` on the server and proves it, or `Ok(None)`: this object (or this run) is to be
+/// streamed instead.
+pub(super) async fn copy(
+    ctx: &Ctx,
+    ss: &ServerSide,
+    src: &Entry,
+) -> Result<Option<Outcome>, CopyError> {
+    if ss.off.load(Relaxed) || ctx.opts.verify == Verify::Readback || ctx.dst.single.is_some() {
+        return Ok(None);
+    }
+    let (Some(dst_s3), Some(e_tag)) = (&ctx.dst.s3, &src.e_tag) else {
+        return Ok(None);
+    };
+    let claims = copy::discover(ctx, src, false).await?;
+    let Some(mode) = mode_for(ctx, src, &claims).await? else {
+        return Ok(None);
+    };
+    let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
+        what: "destination key",
+        source: e.into(),
+    })?;
+    let src_path = ctx.src.path_of(&src.key).map_err(|e| CopyError::Store {
+        what: "source key",
+        source: e.into(),
+    })?;
+    let req = Request {
+        ctx,
+        s3: dst_s3,
+        path: &path,
+        source: format!("{}/{}", ss.src_bucket, encode_key(src_path.as_ref())),
+        if_match: e_tag.clone(),
+    };
+    // moverctl's metadata goes with the copy, as with a streamed one (the CRC64 it carries is
+    // the source's own, when the source states one).
+    let crc = claims.crc64_meta.or(claims.crc64_stored);
+    let res = match &mode {
+        Mode::Single(md5) => single(&req, src, crc, *md5).await,
+        Mode::Parts { part, etag } => parts(&req, src, crc, *part, etag).await,
+    };
+    match res {
+        Ok(Some(mut out)) => {
+            out.verified_by = Verification::new(
+                match mode {
+                    Mode::Single(_) => ReadCheck::SourceMd5,
+                    Mode::Parts { .. } => ReadCheck::SourcePartsEtag,
+                },
+                WriteCheck::DestCopyEtag,
+            );
+            ctx.counters.server_side_objects.fetch_add(1, Relaxed);
+            ctx.counters.server_side_bytes.fetch_add(src.size, Relaxed);
+            Ok(Some(out))
+        }
+        Ok(None) => Ok(None),
+        Err(Refused::Off(why)) => {
+            if !ss.off.swap(true, Relaxed) {
+                tracing::warn!(
+                    target: "moverctl::copy",
+                    "server-side copy refused ({why}); this run streams every object through this machine"
+                );
+            }
+            Ok(None)
+        }
+        Err(Refused::Copy(e)) => Err(e),
+    }
+}
+
+/// The proof this object's server-side copy can have, or None (stream it).
+async fn mode_for(ctx: &Ctx, src: &Entry, claims: &Claims) -> Result<Option<Mode>, CopyError> {
+    let limits = &ctx.opts.dst_limits;
+    if let Some((part, etag)) = &claims.parts_etag {
+        let n = src.size.div_ceil((*part).max(1));
+        let accepted = *part >= limits.min_part_bytes
+            && *part <= limits.max_part_bytes
+            && n <= u64::from(limits.max_parts)
+            && ctx.dst.caps.multipart_etag_is_md5_of_parts
+            && ctx.dst.multipart.is_some();
+        if accepted && copy::layout_is_regular(ctx, src, *part).await? {
+            return Ok(Some(Mode::Parts {
+                part: *part,
+                etag: etag.clone(),
+            }));
+        }
+        return Ok(None);
+    }
+    if let Some(md5) = claims.md5
+        && src.size <= limits.max_single_put_bytes
+        && ctx.dst.caps.put_etag_is_md5
+    {
+        return Ok(Some(Mode::Single(md5)));
+    }
+    Ok(None)
+}
+
+/// Why a server-side request did not give a result.
+enum Refused {
+    /// The service does not do server-side copies here (or denies them): stream from now on.
+    Off(String),
+    /// An error of this object, as a streaming copy would have it.
+    Copy(CopyError),
+}
+
+impl From<CopyError> for Refused {
+    fn from(e: CopyError) -> Refused {
+        Refused::Copy(e)
+    }
+}
+
+/// What every request of one object's server-side copy shares.
+struct Request<'a> {
+    ctx: &'a Ctx,
+    s3: &'a object_store::aws::AmazonS3,
+    path: &'a object_store::path::Path,
+    /// `bucket/key`, the key percent-encoded.
+    source: String,
+    if_match: String,
+}
+
+/// One CopyObject.
+async fn single(
+    req: &Request<'_>,
+    src: &Entry,
+    crc: Option<u64>,
+    md5: [u8; 16],
+) -> Result<Option<Outcome>, Refused> {
+    let ctx = req.ctx;
+    let mut headers = copy_headers(req, None)?;
+    headers.insert(
+        HeaderName::from_static("x-amz-metadata-directive"),
+        HeaderValue::from_static("REPLACE"),
+    );
+    add_metadata(&mut headers, &copy::metadata(ctx, src, crc));
+    let body = send(req, &[], headers, "copying on the server (CopyObject)").await?;
+    let etag = copy_result_etag(&body).map_err(Refused::Copy)?;
+    if checksum::etag_md5(&etag) != Some(md5) {
+        // The copy is not what the source's MD5 says (or its ETag is no MD5): it must not stay
+        // where a later run could take it for a verified copy.
+        let _ = ctx.dst.inner.delete(req.path).await;
+        tracing::warn!(
+            target: "moverctl::copy",
+            key = %src.key,
+            "the server-side copy's ETag is not the source's MD5; copying it through this machine instead"
+        );
+        return Ok(None);
+    }
+    Ok(Some(outcome(
+        src,
+        crc,
+        Some(md5),
+        Some(etag),
+        0,
+        None,
+        None,
+    )))
+}
+
+/// UploadPartCopy of the source's own ranges, resumable per part, then completion; the result
+/// must have the source's multipart ETag.
+async fn parts(
+    req: &Request<'_>,
+    src: &Entry,
+    crc: Option<u64>,
+    part: u64,
+    want: &str,
+) -> Result<Option<Outcome>, Refused> {
+    let ctx = req.ctx;
+    let mp = ctx.dst.multipart.as_ref().expect("checked in mode_for");
+    let n = src.size.div_ceil(part);
+    let (id, done) = copy::resume_or_start(ctx, mp, req.path, src, part, n, crc).await?;
+    let copies = stream::iter(done.into_iter().enumerate().map(|(idx, prior)| {
+        let id = id.clone();
+        async move {
+            let start = idx as u64 * part;
+            let end = (start + part).min(src.size);
+            if let Some(p) = prior
+                && p.size == end - start
+                && p.md5.as_deref().and_then(checksum::etag_md5).is_some()
+            {
+                ctx.counters.resumed_parts.fetch_add(1, Relaxed);
+                copy::progress_in_flight(ctx, &src.key, p.size);
+                return Ok::<PartRecord, Refused>(p);
+            }
+            let headers = copy_headers(req, Some(start..end))?;
+            let query = [
+                ("partNumber".to_string(), (idx + 1).to_string()),
+                ("uploadId".to_string(), id.clone()),
+            ];
+            let body = send(
+                req,
+                &query,
+                headers,
+                "copying a part on the server (UploadPartCopy)",
+            )
+            .await?;
+            let etag = copy_result_etag(&body).map_err(Refused::Copy)?;
+            let rec = PartRecord {
+                idx: idx as u32,
+                content_id: etag.clone(),
+                // Unknown: the bytes never passed here (a streaming resume re-reads such a part).
+                crc64: String::new(),
+                md5: checksum::etag_md5(&etag).map(|m| checksum::hex(&m)),
+                size: end - start,
+            };
+            if let Some(j) = &ctx.journal {
+                j.lock()
+                    .expect("journal lock")
+                    .put_part(&src.key, &rec)
+                    .map_err(CopyError::from)?;
+            }
+            copy::progress_in_flight(ctx, &src.key, rec.size);
+            Ok(rec)
+        }
+    }))
+    .buffered(ctx.opts.part_concurrency.max(1))
+    .collect::<Vec<_>>()
+    .await;
+    let mut recs = Vec::with_capacity(copies.len());
+    for r in copies {
+        recs.push(r?);
+    }
+    let md5s: Option<Vec<[u8; 16]>> = recs
+        .iter()
+        .map(|p| p.md5.as_deref().and_then(checksum::etag_md5))
+        .collect();
+    let composed = md5s.map(|m| checksum::multipart_etag(&m));
+    if composed.as_deref() != Some(want) {
+        // A part the server copied is not the source's part (or its ETag is no MD5).
+        copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
+        tracing::warn!(
+            target: "moverctl::copy",
+            key = %src.key,
+            "the server-side part copies do not compose to the source's ETag; copying it through this machine instead"
+        );
+        return Ok(None);
+    }
+    ctx.limits.take_request().await;
+    ctx.counters.put.fetch_add(1, Relaxed);
+    let ids = recs
+        .iter()
+        .map(|p| PartId {
+            content_id: p.content_id.clone(),
+        })
+        .collect();
+    let res = match mp.complete_multipart(req.path, &id, ids).await {
+        Ok(r) => r,
+        Err(e) => {
+            copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
+            return Err(Refused::Copy(copy::store_err(
+                "completing the multipart copy",
+            )(e)));
+        }
+    };
+    if res.e_tag.as_deref().map(checksum::etag_norm).as_deref() != Some(want) {
+        copy::abandon(ctx, mp, req.path, &id, &src.key, true).await;
+        return Err(Refused::Copy(CopyError::Mismatch(
+            "the destination's multipart ETag after a server-side copy differs from the source's"
+                .into(),
+        )));
+    }
+    Ok(Some(outcome(
+        src,
+        crc,
+        None,
+        res.e_tag,
+        n,
+        Some(id),
+        Some(part),
+    )))
+}
+
+fn outcome(
+    src: &Entry,
+    crc: Option<u64>,
+    md5: Option<[u8; 16]>,
+    dst_etag: Option<String>,
+    parts: u64,
+    upload_id: Option<String>,
+    part_size: Option<u64>,
+) -> Outcome {
+    Outcome {
+        digests: Digests {
+            crc64: crc.unwrap_or(0),
+            md5,
+            bytes: src.size,
+        },
+        crc64_known: crc.is_some(),
+        server_side: true,
+        dst_etag,
+        // Set by the caller from the mode.
+        verified_by: Verification::new(ReadCheck::SourceSize, WriteCheck::DestCopyEtag),
+        parts,
+        upload_id,
+        part_size,
+    }
+}
+
+/// `x-amz-copy-source` (and its range), pinned to the listed ETag.
+fn copy_headers(
+    req: &Request<'_>,
+    range: Option<std::ops::Range<u64>>,
+) -> Result<HeaderMap, Refused> {
+    let mut h = HeaderMap::new();
+    let bad = |what: &str| {
+        Refused::Copy(CopyError::Store {
+            what: "copying on the server",
+            source: object_store::Error::Generic {
+                store: "S3",
+                source: format!("{what} cannot be sent as a header").into(),
+            },
+        })
+    };
+    h.insert(
+        HeaderName::from_static("x-amz-copy-source"),
+        HeaderValue::from_str(&req.source).map_err(|_| bad("the source key"))?,
+    );
+    h.insert(
+        HeaderName::from_static("x-amz-copy-source-if-match"),
+        HeaderValue::from_str(&req.if_match).map_err(|_| bad("the source ETag"))?,
+    );
+    if let Some(r) = range {
+        h.insert(
+            HeaderName::from_static("x-amz-copy-source-range"),
+            HeaderValue::from_str(&format!("bytes={}-{}", r.start, r.end - 1))
+                .map_err(|_| bad("the range"))?,
+        );
+    }
+    Ok(h)
+}
+
+/// moverctl's metadata and storage class as the headers a CopyObject with `REPLACE` takes.
+fn add_metadata(h: &mut HeaderMap, attrs: &object_store::Attributes) {
+    for (k, v) in attrs {
+        let name = match k {
+            Attribute::Metadata(m) => format!("x-amz-meta-{m}"),
+            Attribute::StorageClass => "x-amz-storage-class".to_string(),
+            Attribute::ContentType => "content-type".to_string(),
+            _ => continue,
+        };
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(v.as_ref()),
+        ) {
+            h.insert(n, v);
+        }
+    }
+}
+
+/// Percent-encodes a key for `x-amz-copy-source` (every byte but unreserved ones and `/`).
+fn encode_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for b in key.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The ETag of a CopyObject / UploadPartCopy answer; S3 may answer 200 with an `<Error>` body
+/// when a copy fails after it started.
+fn copy_result_etag(body: &str) -> Result<String, CopyError> {
+    if let Some(code) = xml_field(body, "Code")
+        && body.contains("<Error")
+    {
+        return Err(CopyError::Store {
+            what: "copying on the server",
+            source: object_store::Error::Generic {
+                store: "S3",
+                source: format!("the store answered the copy with error {code}").into(),
+            },
+        });
+    }
+    xml_field(body, "ETag")
+        .map(|e| checksum::etag_norm(&e.replace("&quot;", "\"")))
+        .ok_or_else(|| CopyError::Store {
+            what: "copying on the server",
+            source: object_store::Error::Generic {
+                store: "S3",
+                source: "the copy's answer holds no ETag".into(),
+            },
+        })
+}
+
+fn xml_field(body: &str, name: &str) -> Option<String> {
+    let open = format!("<{name}>");
+    let close = format!("</{name}>");
+    let start = body.find(&open)? + open.len();
+    let len = body[start..].find(&close)?;
+    Some(body[start..start + len].trim().to_string())
+}
+
+/// A presigned PUT to the destination key with `headers` bound to the signature, retried under
+/// the one retry policy; its answer's body.
+async fn send(
+    req: &Request<'_>,
+    query: &[(String, String)],
+    headers: HeaderMap,
+    what: &'static str,
+) -> Result<String, Refused> {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    let client = CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            // A copy of a large part takes the server a while; S3 keeps the answer coming.
+            .read_timeout(Duration::from_secs(600))
+            .build()
+            .unwrap_or_default()
+    });
+    let ctx = req.ctx;
+    let mut opts = SignedUrlOptions::default().with_query(query.iter().cloned());
+    for (k, v) in &headers {
+        opts = opts.with_signed_header(k.clone(), v.clone());
+    }
+    let generic = |msg: String, status: Option<u16>| CopyError::Store {
+        what,
+        source: object_store::Error::Generic {
+            store: "S3",
+            source: match status {
+                Some(status) => Box::new(crate::store::error::HttpStatus {
+                    status,
+                    message: msg,
+                }),
+                None => msg.into(),
+            },
+        },
+    };
+    let mut backoff = Backoff::with_window(ctx.dst.retry_window);
+    loop {
+        let url = req
+            .s3
+            .signed_url_opts(Method::PUT, req.path, Duration::from_secs(900), &opts)
+            .await
+            .map_err(|e| CopyError::Store { what, source: e })?;
+        ctx.limits.take_request().await;
+        ctx.counters.put.fetch_add(1, Relaxed);
+        // Logged by path only: the query holds the signature.
+        let shown_path = url.path().to_string();
+        let started = std::time::Instant::now();
+        let mut r = client.put(url).header("content-length", "0");
+        for (k, v) in &headers {
+            r = r.header(k, v);
+        }
+        let mut last_status = None;
+        // A reqwest error would print the presigned URL (a signature): only its kind is kept.
+        let failure = match r.send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let body = resp.text().await.unwrap_or_default();
+                tracing::debug!(
+                    target: "moverctl::http",
+                    method = "PUT",
+                    path = %shown_path,
+                    status,
+                    ms = started.elapsed().as_millis() as u64,
+                    "request ({what})"
+                );
+                let code = xml_field(&body, "Code").unwrap_or_default();
+                match status {
+                    200..=299 if !body.contains("<Error") => return Ok(body),
+                    200..=299 if matches!(code.as_str(), "InternalError" | "SlowDown") => {
+                        format!("the store answered the copy with {code}")
+                    }
+                    200..=299 => {
+                        return Err(Refused::Copy(generic(
+                            format!("the store answered {code}"),
+                            None,
+                        )));
+                    }
+                    412 => return Err(Refused::Copy(CopyError::SourceChanged)),
+                    // Not offered here, or the credentials may not read the source this way:
+                    // the bytes can still be streamed.
+                    400 if code == "NotImplemented" || code == "InvalidRequest" => {
+                        return Err(Refused::Off(format!("{status} {code}")));
+                    }
+                    401 | 403 | 405 | 501 => {
+                        return Err(Refused::Off(format!("{status} {code}")));
+                    }
+                    s if retryable_status(s) => {
+                        last_status = Some(s);
+                        format!("the store answered {s}")
+                    }
+                    s => {
+                        return Err(Refused::Copy(generic(
+                            format!("the store answered {s} {code}"),
+                            Some(s),
+                        )));
+                    }
+                }
+            }
+            Err(e) if e.is_timeout() => "the request timed out".to_string(),
+            Err(e) if e.is_connect() => "the connection failed".to_string(),
+            Err(_) => "the connection broke".to_string(),
+        };
+        if !backoff.wait_logged(what, &failure).await {
+            return Err(Refused::Copy(generic(
+                format!(
+                    "{failure}; gave up after {} retries over {:.0?}",
+                    backoff.retries(),
+                    backoff.elapsed()
+                ),
+                last_status,
+            )));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_percent_encoded_but_slashes_kept() {
+        assert_eq!(encode_key("a b/c+d/é.bin"), "a%20b/c%2Bd/%C3%A9.bin");
+        assert_eq!(encode_key("plain/key-1_2.~x"), "plain/key-1_2.~x");
+    }
+
+    #[test]
+    fn copy_answers_give_their_etag_or_an_error() {
+        let ok = "<?xml version=\"1.0\"?><CopyObjectResult><LastModified>x</LastModified><ETag>&quot;0123456789abcdef0123456789abcdef&quot;</ETag></CopyObjectResult>";
+        assert_eq!(
+            copy_result_etag(ok).unwrap(),
+            "0123456789abcdef0123456789abcdef"
+        );
+        let err = "<Error><Code>InternalError</Code><Message>m</Message></Error>";
+        assert!(copy_result_etag(err).is_err());
+        assert!(copy_result_etag("<CopyPartResult></CopyPartResult>").is_err());
+    }
+
+    #[test]
+    fn the_service_is_the_identity_before_the_bucket() {
+        assert_eq!(
+            service("s3 http://127.0.0.1:3900 bucket a prefix p/"),
+            Some("s3 http://127.0.0.1:3900")
+        );
+        assert_ne!(
+            service("s3 http://127.0.0.1:3900 bucket a prefix "),
+            service("s3 http://127.0.0.1:3910 bucket a prefix ")
+        );
+    }
+}

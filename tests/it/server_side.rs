@@ -1,0 +1,331 @@
+//! Server-side copy (issue 15): two buckets of one Garage reached with the same credentials are
+//! copied with CopyObject and UploadPartCopy, every request counted at a proxy in front of the
+//! one service: no object byte passes through moverctl, each object is proven by the ETag the
+//! server computed, a wrong answer falls back to a streamed (and verified) copy, a killed
+//! multipart copy resumes at part level, and two different services stream as before.
+
+use super::faults::data;
+use super::faults::proxy::{PFault, Proxy};
+use super::{expect, proxy_remote_toml, remotes, servers, text, unique};
+use moverctl::store::Store;
+use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
+use serde_json::Value;
+
+const MIB: u64 = 1 << 20;
+
+/// Objects as other tools write them: two single PUTs and one multipart upload in 5 MiB parts
+/// (12 MiB: three parts, the last 2 MiB).
+const SINGLE_A: (&str, u64) = ("one/a.bin", 10_000);
+const SINGLE_B: (&str, u64) = ("one/b b+é.bin", MIB + 7);
+const MULTI: (&str, u64) = ("multi/ckpt.safetensors", 12 * MIB);
+
+async fn seed(store: &Store) {
+    for (k, size) in [SINGLE_A, SINGLE_B] {
+        store
+            .inner
+            .put(&store.path_of(k).unwrap(), PutPayload::from(data(k, size)))
+            .await
+            .unwrap();
+    }
+    let up = store
+        .inner
+        .put_multipart(&store.path_of(MULTI.0).unwrap())
+        .await
+        .unwrap();
+    let mut w = WriteMultipart::new_with_chunk_size(up, 5 * MIB as usize);
+    w.put(data(MULTI.0, MULTI.1));
+    w.finish().await.unwrap();
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    conf: std::path::PathBuf,
+    proxy: Proxy,
+    prefix: String,
+    src: Store,
+    bucket_a: String,
+    bucket_b: String,
+}
+
+async fn setup(name: &str) -> Option<Setup> {
+    let s = servers()?;
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = Proxy::start(super::s3_upstream(&s)).await;
+    let conf = dir.path().join("remotes.toml");
+    std::fs::write(&conf, proxy_remote_toml(&s, &proxy.endpoint())).unwrap();
+    let prefix = unique(name);
+    let src = Store::open(&format!("garage:{}/{prefix}", s.bucket_a), &remotes(&s)).unwrap();
+    seed(&src).await;
+    Some(Setup {
+        dir,
+        conf,
+        proxy,
+        prefix,
+        src,
+        bucket_a: s.bucket_a.clone(),
+        bucket_b: s.bucket_b.clone(),
+    })
+}
+
+impl Setup {
+    fn dst(&self, prefix: &str) -> Store {
+        let s = servers().unwrap();
+        Store::open(&format!("garage:{}/{prefix}", self.bucket_b), &remotes(&s)).unwrap()
+    }
+
+    /// `moverctl copy --json` from the source prefix to `dst_prefix` of bucket b, both through
+    /// the proxy (one service).
+    async fn copy(&self, dst_prefix: &str, extra: &[&str]) -> (std::process::Output, Value) {
+        let mut c = super::moverctl();
+        c.args(["copy", "--json", "--config"])
+            .arg(&self.conf)
+            .args(extra)
+            .arg(format!("viaproxy:{}/{}", self.bucket_a, self.prefix))
+            .arg(format!("viaproxy:{}/{dst_prefix}", self.bucket_b))
+            .env("MOVERCTL_STATE_DIR", self.dir.path().join("state"));
+        let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+            .await
+            .unwrap();
+        let last = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .rfind(|l| l.contains("\"summary\""))
+            .map(str::to_string)
+            .unwrap_or_default();
+        let v = serde_json::from_str(&last).unwrap_or(Value::Null);
+        (o, v)
+    }
+
+    /// Bytes of object data the proxy saw go to or come from the store: request bodies of PUTs
+    /// and POSTs (object bytes or XML), and GETs of objects (not listings or HEADs).
+    fn object_requests(&self) -> (Vec<String>, u64) {
+        let mut gets = Vec::new();
+        let mut body = 0u64;
+        for (method, target, headers) in self.proxy.log() {
+            if method == "GET" && !target.contains("list-type") {
+                gets.push(target.clone());
+            }
+            if method == "PUT" || method == "POST" {
+                body += headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                    .and_then(|(_, v)| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+        (gets, body)
+    }
+}
+
+fn verified(v: &Value, label: &str) -> u64 {
+    v["verified_by"][label].as_u64().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_service_copies_on_the_server_and_proves_every_object() {
+    let Some(t) = setup("ss-copy").await else {
+        return;
+    };
+    let dst = unique("ss-copy-dst");
+    let (o, v) = t.copy(&dst, &[]).await;
+    expect(&o, 0);
+    assert_eq!(verified(&v, "source-md5+dest-copy-etag"), 2, "{}", text(&o));
+    assert_eq!(
+        verified(&v, "source-parts-etag+dest-copy-etag"),
+        1,
+        "{}",
+        text(&o)
+    );
+    assert_eq!(v["server_side"]["objects"], 3, "{v}");
+    assert_eq!(
+        v["server_side"]["bytes"].as_u64(),
+        Some(SINGLE_A.1 + SINGLE_B.1 + MULTI.1)
+    );
+    assert_eq!(v["bytes_read"], 0, "{v}");
+    assert_eq!(v["bytes_written"], 0, "{v}");
+    // At the proxy: no GET of an object, and request bodies only of XML (the completion).
+    let (gets, body) = t.object_requests();
+    assert!(gets.is_empty(), "objects were read: {gets:?}");
+    assert!(body < 4_096, "{body} bytes of request bodies went through");
+    let copies = t
+        .proxy
+        .log()
+        .into_iter()
+        .filter(|(m, _, h)| {
+            m == "PUT"
+                && h.iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("x-amz-copy-source"))
+        })
+        .count();
+    // Two CopyObject and three UploadPartCopy (the source's own 5 MiB layout).
+    assert_eq!(copies, 5);
+    // Byte-exact, and moverctl's metadata is on the copies.
+    let d = t.dst(&dst);
+    super::copy::assert_same(&t.src, &d).await;
+    for (k, size) in [SINGLE_A, SINGLE_B, MULTI] {
+        let head = d
+            .inner
+            .get_opts(
+                &d.path_of(k).unwrap(),
+                object_store::GetOptions {
+                    head: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            head.attributes
+                .get(&object_store::Attribute::Metadata(
+                    moverctl::checksum::META_SIZE.into()
+                ))
+                .map(|v| v.to_string()),
+            Some(size.to_string()),
+            "{k}"
+        );
+    }
+    // The human summary says what happened.
+    let o = super::moverctl()
+        .args(["copy", "--config"])
+        .arg(&t.conf)
+        .arg(format!("viaproxy:{}/{}", t.bucket_a, t.prefix))
+        .arg(format!(
+            "viaproxy:{}/{}",
+            t.bucket_b,
+            unique("ss-copy-human")
+        ))
+        .env("MOVERCTL_STATE_DIR", t.dir.path().join("state"))
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    assert!(
+        text(&o).contains("server-side: 3 objects")
+            && text(&o).contains("no bytes through this machine"),
+        "{}",
+        text(&o)
+    );
+    // A second run finds everything there.
+    let (o, v) = t.copy(&dst, &[]).await;
+    expect(&o, 0);
+    assert_eq!(v["skipped"]["objects"], 3, "{v}");
+
+    // --no-server-side streams the same objects through this machine.
+    let streamed = unique("ss-copy-streamed");
+    let (o, v) = t.copy(&streamed, &["--no-server-side"]).await;
+    expect(&o, 0);
+    assert_eq!(v["server_side"]["objects"], 0, "{v}");
+    assert_eq!(
+        v["bytes_read"].as_u64(),
+        Some(SINGLE_A.1 + SINGLE_B.1 + MULTI.1)
+    );
+    assert_eq!(verified(&v, "source-md5+dest-md5"), 2, "{v}");
+    super::copy::assert_same(&t.src, &t.dst(&streamed)).await;
+}
+
+/// A copy answer whose ETag is not the source's (a server that wrote other bytes) is never
+/// taken for a copy: the object is deleted and streamed, and verified that way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_copy_answer_falls_back_to_a_verified_streamed_copy() {
+    let Some(t) = setup("ss-bogus").await else {
+        return;
+    };
+    let dst = unique("ss-bogus-dst");
+    // The CopyObject of b.bin and the second part copy of the multipart object.
+    t.proxy
+        .add("PUT", &format!("{dst}/one/b"), "", PFault::BogusEtag, 1);
+    t.proxy.add(
+        "PUT",
+        &format!("{dst}/multi"),
+        "partNumber=2",
+        PFault::BogusEtag,
+        1,
+    );
+    let (o, v) = t.copy(&dst, &[]).await;
+    expect(&o, 0);
+    assert!(t.proxy.unspent().is_empty(), "{:?}", t.proxy.unspent());
+    assert_eq!(verified(&v, "source-md5+dest-copy-etag"), 1, "{}", text(&o));
+    assert_eq!(verified(&v, "source-md5+dest-md5"), 1, "{}", text(&o));
+    // 12 MiB streams as one PUT (below the 64 MiB multipart threshold).
+    assert_eq!(
+        verified(&v, "source-parts-etag+dest-md5"),
+        1,
+        "{}",
+        text(&o)
+    );
+    assert_eq!(v["server_side"]["objects"], 1, "{v}");
+    assert_eq!(v["bytes_read"].as_u64(), Some(SINGLE_B.1 + MULTI.1), "{v}");
+    super::copy::assert_same(&t.src, &t.dst(&dst)).await;
+}
+
+/// A multipart server-side copy that fails at its last part keeps the parts already copied;
+/// the next run copies only the missing part and completes with the source's ETag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_multipart_copy_resumes_at_part_level() {
+    let Some(t) = setup("ss-resume").await else {
+        return;
+    };
+    let dst = unique("ss-resume-dst");
+    t.proxy.add(
+        "PUT",
+        &format!("{dst}/multi"),
+        "partNumber=3",
+        PFault::ServerError,
+        1_000,
+    );
+    let (o, v) = t
+        .copy(&dst, &["--retry-timeout", "1s", "--part-concurrency", "1"])
+        .await;
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(v["failed"]["objects"], 1, "{v}");
+    t.proxy.clear();
+    let before = t.proxy.log().len();
+    let (o, v) = t.copy(&dst, &[]).await;
+    expect(&o, 0);
+    assert_eq!(v["resumed_parts"], 2, "{v}");
+    assert_eq!(
+        verified(&v, "source-parts-etag+dest-copy-etag"),
+        1,
+        "{}",
+        text(&o)
+    );
+    let part_copies: Vec<String> = t.proxy.log()[before..]
+        .iter()
+        .filter(|(m, p, _)| m == "PUT" && p.contains("partNumber="))
+        .map(|(_, p, _)| p.clone())
+        .collect();
+    assert_eq!(part_copies.len(), 1, "{part_copies:?}");
+    assert!(part_copies[0].contains("partNumber=3"), "{part_copies:?}");
+    super::copy::assert_same(&t.src, &t.dst(&dst)).await;
+}
+
+/// Two different services (two Garage clusters): nothing can be copied on the server, and the
+/// run streams as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_services_stream() {
+    let Some(s) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("remotes.toml");
+    std::fs::write(&conf, super::remotes_toml(&s)).unwrap();
+    let p = unique("ss-two");
+    let src = Store::open(&format!("garage:{}/{p}", s.bucket_a), &remotes(&s)).unwrap();
+    seed(&src).await;
+    let o = super::moverctl()
+        .args(["copy", "--json", "--config"])
+        .arg(&conf)
+        .arg(format!("garage:{}/{p}", s.bucket_a))
+        .arg(format!("garage2:{}/{p}", s.bucket_c))
+        .env("MOVERCTL_STATE_DIR", dir.path().join("state"))
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let last = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .rfind(|l| l.contains("\"summary\""))
+        .map(str::to_string)
+        .unwrap();
+    let v: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(v["server_side"]["objects"], 0, "{v}");
+    assert_eq!(
+        v["bytes_read"].as_u64(),
+        Some(SINGLE_A.1 + SINGLE_B.1 + MULTI.1)
+    );
+}
