@@ -170,7 +170,8 @@ cp "$ROOT/target/$PROFILE/moverctl" "$RUNS/bin/moverctl"
 MOVERCTL="$RUNS/bin/moverctl"
 export MOVERCTL_STATE_DIR="$RUNS/state"
 
-# moverctl: two remote names for the same Garage (moverctl never copies server-side anyway).
+# moverctl: two remote names for the same Garage; --no-server-side (moverctl_cmd) streams the bytes
+# through this host as rclone does here (server-side copies: bench/server_side.sh).
 REMOTES="$RUNS/remotes.toml"
 for r in bsrc bdst; do
   cat <<EOF
@@ -357,7 +358,7 @@ PY
 moverctl_cmd() {
   local setting=$1 src=$2 dst=$3 journal=$4
   shift 4
-  CMD=("$MOVERCTL" copy --config "$REMOTES" "$src" "$dst" --json --journal "$journal")
+  CMD=("$MOVERCTL" copy --config "$REMOTES" "$src" "$dst" --json --journal "$journal" --no-server-side)
   if [[ $setting != default ]]; then
     CMD+=(--transfers "$setting" --part-size "${PART_MIB}MiB" --multipart-threshold "${PART_MIB}MiB"
       --part-concurrency 4)

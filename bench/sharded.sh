@@ -69,7 +69,7 @@ for n in $SHARDS; do
   pids=()
   for k in $(seq 0 $((n - 1))); do
     MOVERCTL_STATE_DIR="$WORK/state-n$n" "$BIN" exec "$WORK/plans/n$n.toml" --shard "$k/$n" \
-      --json --transfers 32 >"$WORK/n$n-shard$k.jsonl" 2>"$WORK/n$n-shard$k.err" &
+      --json --transfers 32 --no-server-side >"$WORK/n$n-shard$k.jsonl" 2>"$WORK/n$n-shard$k.err" &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done

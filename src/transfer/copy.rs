@@ -633,7 +633,21 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         .acquire_many(mib)
         .await
         .expect("buffer semaphore open");
-    let (chunks, d) = fetch(ctx, src, 0..src.size, true, Some(seen.clone())).await?;
+    // Where the source states its MD5 and the destination checks the Content-MD5 it is sent,
+    // that MD5 is handed over as it is and none is computed here: the destination refuses any
+    // byte that differs from the source's own digest (and its MD5 ETag is compared after).
+    let handover = source_md5_handover(ctx, &seen.lock().expect("claims lock"));
+    let (chunks, mut d) = fetch(
+        ctx,
+        src,
+        0..src.size,
+        handover.is_none(),
+        Some(seen.clone()),
+    )
+    .await?;
+    if handover.is_some() {
+        d.md5 = handover;
+    }
     let claims = seen.lock().expect("claims lock").clone();
     let ordered = {
         // fetch hashed the MD5 already; the rest of the in-order digests from the chunks.
@@ -728,6 +742,16 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         crc64_known: true,
         server_side: false,
     })
+}
+
+/// The source's own MD5 to send as `Content-MD5` in place of one computed here: when the source
+/// states a plain MD5 and the destination checks `Content-MD5` on arrival (not under `--verify
+/// readback`, which compares what was read).
+fn source_md5_handover(ctx: &Ctx, claims: &Claims) -> Option<[u8; 16]> {
+    if ctx.opts.verify == Verify::Readback || !ctx.dst.caps.checks_content_md5 {
+        return None;
+    }
+    claims.md5
 }
 
 /// Whether a write answer's ETag may be compared with an MD5 of the bytes sent (single PUT) or
@@ -1122,15 +1146,24 @@ async fn copy_multipart(
         what: "destination key",
         source: e.into(),
     })?;
-    let ranges: Vec<Range<u64>> = (0..parts)
-        .map(|i| i * part_size..((i + 1) * part_size).min(src.size))
-        .collect();
+    let ranges_of = |part_size: u64, parts: u64| -> Vec<Range<u64>> {
+        (0..parts)
+            .map(|i| i * part_size..((i + 1) * part_size).min(src.size))
+            .collect()
+    };
     let Some(mp) = ctx.dst.multipart.clone() else {
-        return copy_multipart_streaming(ctx, src, &path, ranges).await;
+        return copy_multipart_streaming(ctx, src, &path, ranges_of(part_size, parts)).await;
     };
     // One HEAD per large object says what the source claims (parts are read by range, and a
     // ranged answer does not carry whole-object digests).
     let mut claims = discover(ctx, src, true).await?;
+    let (part_size, parts) = match &claims.parts_etag {
+        Some((p, _)) if keeps_source_layout(&ctx.opts.dst_limits, src.size, *p, part_size) => {
+            (*p, src.size.div_ceil(*p))
+        }
+        _ => (part_size, parts),
+    };
+    let ranges = ranges_of(part_size, parts);
     // A source uploaded in parts of the size used here (a copy made by moverctl, or rclone with
     // the same chunk size): its multipart ETag is checked from the part MD5s computed anyway,
     // instead of hashing every byte a second time in order.
@@ -1375,6 +1408,27 @@ async fn complete_and_verify(
     Ok((res, write_side))
 }
 
+/// Whether a multipart source's own part size `source_part` is used for the copy instead of
+/// `planned`: its multipart ETag is then checked from the part MD5s the upload computes anyway
+/// (one MD5 pass instead of two), and the copy's ETag is the source's. Only where the
+/// destination's part rules allow that size, for parts smaller than planned (larger ones would
+/// hold more of the buffer budget per part), and at most four times the part PUTs of the planned
+/// size: a corpus uploaded in 5 MiB parts copied in 5 MiB parts would cost 13x the part PUTs of
+/// 64 MiB parts, at $0.005 per 1,000 PUTs about $0.001 per GiB, more than the CPU of the second
+/// MD5 pass it saves.
+pub(super) fn keeps_source_layout(
+    l: &crate::catalog::schema::Limits,
+    size: u64,
+    source_part: u64,
+    planned: u64,
+) -> bool {
+    source_part < planned
+        && source_part.saturating_mul(4) >= planned
+        && source_part >= l.min_part_bytes
+        && source_part <= l.max_part_bytes
+        && size.div_ceil(source_part.max(1)) <= u64::from(l.max_parts)
+}
+
 /// Stores without a low-level multipart API (local folders): parts in order through
 /// `put_multipart`, which only makes the object visible when it completes. The source's claims
 /// (its MD5 or multipart ETag, stored CRCs, moverctl's CRC64) are learned with one HEAD and
@@ -1509,6 +1563,30 @@ mod tests {
     }
 
     /// A store's answer becomes a copy error by its kind, and the copy error keeps the kind.
+    #[test]
+    fn a_source_layout_is_kept_only_where_it_is_cheap_and_allowed() {
+        let l = crate::catalog::Catalog::embedded()
+            .unwrap()
+            .get("aws")
+            .unwrap()
+            .file
+            .limits
+            .clone();
+        const M: u64 = 1 << 20;
+        // 16 and 32 MiB parts under a 64 MiB plan: kept (at most 4x the part PUTs).
+        assert!(keeps_source_layout(&l, 10 << 30, 16 * M, 64 * M));
+        assert!(keeps_source_layout(&l, 10 << 30, 32 * M, 64 * M));
+        // 8 MiB (8x the PUTs), 5 MiB (rclone's default chunk): not kept.
+        assert!(!keeps_source_layout(&l, 10 << 30, 8 * M, 64 * M));
+        assert!(!keeps_source_layout(&l, 10 << 30, 5 * M, 64 * M));
+        // Larger than planned, or the same: nothing to gain.
+        assert!(!keeps_source_layout(&l, 10 << 30, 128 * M, 64 * M));
+        assert!(!keeps_source_layout(&l, 10 << 30, 64 * M, 64 * M));
+        // Below the destination's minimum part size, or more parts than it allows.
+        assert!(!keeps_source_layout(&l, 10 << 30, 4 * M, 16 * M));
+        assert!(!keeps_source_layout(&l, 400 << 30, 32 * M, 64 * M));
+    }
+
     #[test]
     fn store_errors_become_copy_errors_by_kind() {
         let e = store_err("writing")(generic(

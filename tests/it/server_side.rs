@@ -329,3 +329,61 @@ async fn two_services_stream() {
         Some(SINGLE_A.1 + SINGLE_B.1 + MULTI.1)
     );
 }
+
+/// Streamed between two services, a multipart source in 16 MiB parts is copied in its own
+/// layout (not the planned 64 MiB): its multipart ETag is checked from the part MD5s the upload
+/// computes anyway, and the copy's ETag is the source's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_multipart_source_keeps_its_part_layout() {
+    let Some(s) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("remotes.toml");
+    std::fs::write(&conf, super::remotes_toml(&s)).unwrap();
+    let p = unique("ss-layout");
+    let src = Store::open(&format!("garage:{}/{p}", s.bucket_a), &remotes(&s)).unwrap();
+    let key = "ckpt/model-00001.safetensors";
+    let size = 40 * MIB + 5;
+    let up = src
+        .inner
+        .put_multipart(&src.path_of(key).unwrap())
+        .await
+        .unwrap();
+    let mut w = WriteMultipart::new_with_chunk_size(up, 16 * MIB as usize);
+    w.put(data(key, size));
+    w.finish().await.unwrap();
+    let o = super::moverctl()
+        .args([
+            "copy",
+            "--json",
+            "--multipart-threshold",
+            "16MiB",
+            "--config",
+        ])
+        .arg(&conf)
+        .arg(format!("garage:{}/{p}", s.bucket_a))
+        .arg(format!("garage2:{}/{p}", s.bucket_c))
+        .env("MOVERCTL_STATE_DIR", dir.path().join("state"))
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("source-parts-etag+dest-multipart-etag"),
+        "{}",
+        text(&o)
+    );
+    let dst = Store::open(&format!("garage2:{}/{p}", s.bucket_c), &remotes(&s)).unwrap();
+    let etag = |st: &Store| {
+        let st = st.clone();
+        async move {
+            st.inner
+                .head(&st.path_of(key).unwrap())
+                .await
+                .unwrap()
+                .e_tag
+                .map(|e| moverctl::checksum::etag_norm(&e))
+        }
+    };
+    let (a, b) = (etag(&src).await, etag(&dst).await);
+    assert!(a.as_deref().is_some_and(|e| e.ends_with("-3")), "{a:?}");
+    assert_eq!(a, b, "the copy was not made in the source's 16 MiB parts");
+}
