@@ -99,7 +99,7 @@ LARGE="large-${LARGE_N}x${LARGE_MIB}"
 SMALL="small-${SMALL_N}x16k"
 for c in "$LARGE:$LARGE_N:$((LARGE_MIB << 20))" "$SMALL:$SMALL_N:16384"; do
   IFS=: read -r name n size <<<"$c"
-  have=$("$M" --config "$REMOTES" ls "bsrc:$A/bench-ss/$name" 2>/dev/null | wc -l || true)
+  have=$("$M" --config "$REMOTES" ls "bsrc:$A/bench-ss/$name" 2>/dev/null | tail -1 | awk '{print $1}' || true)
   if [[ $have -ne $n ]]; then
     log "generating and uploading $name"
     gen "$WORK/$name" "$n" "$size"
@@ -109,6 +109,7 @@ for c in "$LARGE:$LARGE_N:$((LARGE_MIB << 20))" "$SMALL:$SMALL_N:16384"; do
   fi
 done
 
+rm -f "$WORK"/j-*.sqlite
 RAW="$WORK/raw.tsv"
 : >"$RAW"
 run() { # run CORPUS ROW N command...
@@ -141,7 +142,7 @@ for r in $(seq 1 "$ROUNDS"); do
       "bsrc:$A/bench-ss/$corpus" "bdst:$B/$dst/r"
     # Every copy byte-exact by listing: same keys and sizes (and moverctl verified each itself).
     for d in m s r; do
-      got=$("$M" --config "$REMOTES" ls "bdst:$B/$dst/$d" 2>/dev/null | wc -l)
+      got=$("$M" --config "$REMOTES" ls "bdst:$B/$dst/$d" 2>/dev/null | tail -1 | awk '{print $1}')
       [[ $got -eq $n ]] || { log "WRONG: $corpus $d has $got of $n objects"; exit 1; }
     done
     "${RCLONE[@]}" purge "bdst:$B/$dst" 2>/dev/null || true

@@ -132,6 +132,10 @@ pub struct PlanArgs {
     /// one GET per object (exec's default).
     #[arg(long)]
     pub ranged_reads: bool,
+    /// Price and time a move within one region of one S3 service as a streamed copy (by default
+    /// it is planned as `exec` does it: copied on the server, no GETs, no bytes through workers).
+    #[arg(long)]
+    pub no_server_side: bool,
     /// What the idle GPU cluster costs per hour, in USD.
     #[arg(long, conflicts_with_all = ["gpus", "gpu_rate"])]
     pub gpu_hourly: Option<String>,
@@ -227,6 +231,7 @@ fn resolve(
         ex.over_months = args.over_months.take();
         ex.restore_tier = args.restore_tier.take();
         ex.ranged_reads = args.ranged_reads;
+        ex.no_server_side = args.no_server_side;
         ex.report = args.report.take();
         args = ex;
     }
@@ -287,6 +292,8 @@ fn resolve(
         reads,
         restore: None,
         measured: None,
+        server_side: !args.no_server_side,
+        same_service: same_service(config, args.src.as_deref(), args.dst.as_deref()),
         bandwidth: rate("--bandwidth", &args.bandwidth)?,
         workers: positive("--workers", args.workers)?,
         worker_nic: rate("--worker-nic", &args.worker_nic)?,
@@ -314,6 +321,20 @@ fn resolve(
         },
         args,
     ))
+}
+
+/// Whether `--src` and `--dst` are one S3 service (the same endpoint), when both are given and
+/// resolve; `None` otherwise (the catalog places decide).
+fn same_service(
+    config: Option<&std::path::Path>,
+    src: Option<&str>,
+    dst: Option<&str>,
+) -> Option<bool> {
+    let (src, dst) = (src?, dst?);
+    let remotes = crate::store::config::Remotes::load(config).ok()?;
+    let a = crate::store::identity_of(src, &remotes).ok()?;
+    let b = crate::store::identity_of(dst, &remotes).ok()?;
+    Some(crate::transfer::server_side::one_service(&a, &b))
 }
 
 /// List `loc` once into a size histogram: streamed, constant memory, progress on stderr every

@@ -49,8 +49,11 @@ pub fn refine_caps(catalog: &Catalog, store: &mut Store) {
             Tristate::No => Some(false),
             Tristate::Unknown => None,
         };
+        // A provider whose catalog entry lists the integrity headers it accepts, without
+        // `content-md5` among them, is not trusted to refuse a body that does not match one.
+        let checks_md5 = catalog_checks_md5(&p.file.limits.checksum_headers);
         let source = format!("catalog {}", p.file.id);
-        store.caps.refine(&source, md5, None, None);
+        store.caps.refine(&source, md5, checks_md5, None);
     }
     let group = provider
         .map(|p| p.file.id.clone())
@@ -58,6 +61,11 @@ pub fn refine_caps(catalog: &Catalog, store: &mut Store) {
     if let Some(r) = crate::probe::saved::for_location(&group, &store.shown()) {
         apply_probe(&mut store.caps, &r);
     }
+}
+
+/// What a catalog entry's `checksum_headers` says of `Content-MD5`: None when it lists nothing.
+fn catalog_checks_md5(headers: &[String]) -> Option<bool> {
+    (!headers.is_empty()).then(|| headers.iter().any(|h| h == "content-md5"))
 }
 
 /// Narrows capabilities with what a probe measured: an ETag that is not the body's MD5, a wrong
@@ -192,5 +200,19 @@ mod tests {
         );
         assert_eq!(wire(Kind::Azure, "azure", "cool"), "Cool");
         assert_eq!(wire(Kind::Gcs, "gcp", "nearline"), "NEARLINE");
+    }
+
+    #[test]
+    fn a_catalog_without_content_md5_in_its_headers_takes_the_check_away() {
+        let catalog = Catalog::embedded().unwrap();
+        let of =
+            |p: &str| catalog_checks_md5(&catalog.get(p).unwrap().file.limits.checksum_headers);
+        assert_eq!(of("cloudflare-r2"), Some(false));
+        assert_eq!(of("aws"), Some(true));
+        assert_eq!(of("onprem"), Some(true));
+        assert_eq!(catalog_checks_md5(&[]), None);
+        let mut caps = crate::store::caps::Capabilities::for_kind(Kind::S3);
+        caps.refine("catalog cloudflare-r2", None, of("cloudflare-r2"), None);
+        assert!(!caps.checks_content_md5);
     }
 }

@@ -235,6 +235,7 @@ pub fn stay(src: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
         warnings,
         reads,
         break_even_month: None,
+        server_side: false,
         restore: None,
     }
 }

@@ -71,6 +71,12 @@ pub struct Assumptions {
     /// What saved probes measured of the two ends and of this machine (see [`Measured`]); `None`
     /// without a probe: the bounds above alone time the run.
     pub measured: Option<Measured>,
+    /// `exec` copies on the server where both ends are one S3 service (`--no-server-side`: false);
+    /// see [`server_side_copy`].
+    pub server_side: bool,
+    /// Whether the two locations are one S3 service (one endpoint), when both are known (`--src`
+    /// and `--dst`); `None`: judged from the catalog places.
+    pub same_service: Option<bool>,
 }
 
 /// Bounds a probe measured. Each is optional: a bound that was not measured does not bind.
@@ -112,6 +118,8 @@ impl Default for Assumptions {
             reads: None,
             restore: None,
             measured: None,
+            server_side: true,
+            same_service: None,
         }
     }
 }
@@ -288,6 +296,8 @@ pub struct Candidate {
     /// First month from which this candidate has cost no more than staying, to the end of the
     /// horizon (0: from the start); `None` if never within the horizon, or for "stay" itself.
     pub break_even_month: Option<u32>,
+    /// The move is priced and timed as a server-side copy ([`server_side_copy`]).
+    pub server_side: bool,
     /// The restore tier priced, and why (archive sources with `--restore-tier`).
     pub restore: Option<super::restore::Restore>,
 }
@@ -297,7 +307,12 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     let mut warnings = Vec::new();
     let total_bytes = corpus.total_bytes();
     let objects = corpus.total_objects();
-    let counts = count_requests(src, dst, corpus, a);
+    let mut counts = count_requests(src, dst, corpus, a);
+    let server_side = server_side_copy(src, dst, a);
+    if server_side {
+        // CopyObject / UploadPartCopy at the destination; nothing is read from the source.
+        counts.source_get = 0;
+    }
     if counts.unplaceable_objects > 0 {
         warnings.push(format!(
             "{}: {} objects are larger than its {} object limit (or need more than {} parts) and cannot be copied",
@@ -309,6 +324,24 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     }
 
     let mut time = transfer_time(src, dst, corpus, &counts, a);
+    if server_side {
+        // No byte passes through the workers: the path, the NICs and this machine's CPU do not
+        // bound the run; its requests do (the provider's internal copy rate is not published).
+        let (bound, seconds) = binding(&[
+            (Bound::Requests, time.request_seconds),
+            (Bound::RateLimit, time.rate_limit_seconds),
+            (Bound::Listing, time.listing_seconds),
+            (Bound::ServerRequestRate, time.server_request_seconds),
+        ]);
+        time.seconds = seconds + time.restore_seconds;
+        time.bound = bound;
+        warnings.push(format!(
+            "copied server-side ({} to {}, one service: CopyObject / UploadPartCopy, no bytes through the workers, no GETs); the time counts requests only, as {} publishes no internal copy rate; plan with --no-server-side for a streamed move",
+            src.provider_id(),
+            dst.provider_id(),
+            src.provider_id()
+        ));
+    }
     if let Some(r) = &a.restore {
         let restore = Decimal::from(r.chosen.hours) * Decimal::from(3600);
         time.seconds = time.seconds - time.restore_seconds + restore;
@@ -481,6 +514,7 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         warnings,
         reads,
         break_even_month: None,
+        server_side,
         restore: a.restore.clone(),
     }
 }
@@ -645,6 +679,28 @@ pub fn api_of(p: &Place) -> Api {
         "azure" => Api::Azure,
         _ => Api::S3,
     }
+}
+
+/// Whether `exec` would copy this move on the server: both ends S3-API stores of one provider
+/// in one region (one endpoint; `exec` also needs one set of credentials), not an archive
+/// class, and not the generic `onprem` provider (two on-prem clusters are two services).
+/// Between regions `exec` streams (its server-side copy needs one endpoint), and so does the plan.
+/// Where both locations are known, whether they are one service decides instead of the catalog
+/// (an on-prem cluster's two buckets are one service).
+pub fn server_side_copy(src: &Place, dst: &Place, a: &Assumptions) -> bool {
+    let one_service = match a.same_service {
+        Some(same) => same,
+        None => {
+            src.provider_id() == dst.provider_id()
+                && src.region.id == dst.region.id
+                && src.provider.file.kind != crate::catalog::ProviderKind::Onprem
+        }
+    };
+    a.server_side
+        && one_service
+        && api_of(src) == Api::S3
+        && api_of(dst) == Api::S3
+        && !src.class.archive
 }
 
 /// The requests `exec` makes with its defaults (see the module comment).

@@ -241,11 +241,7 @@ pub(super) async fn check_source(
 
 /// Whether the source's last part has the size a regular layout of `part`-sized parts implies
 /// (one HEAD of that part); true when it cannot be told.
-pub(super) async fn layout_is_regular(
-    ctx: &Ctx,
-    src: &Entry,
-    part: u64,
-) -> Result<bool, CopyError> {
+async fn layout_is_regular(ctx: &Ctx, src: &Entry, part: u64) -> Result<bool, CopyError> {
     let Some(s3) = &ctx.src.s3 else {
         return Ok(true);
     };

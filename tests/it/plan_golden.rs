@@ -309,3 +309,54 @@ fn egress_is_spread_over_the_months_a_move_takes() {
     assert!(months_of(slow.time.seconds) > 1);
     assert!(slow.cost.egress > fast.cost.egress);
 }
+
+// A move within one region of one S3 service is copied on the server (issue 15): 1,000 objects
+// of 1 GiB from aws:us-east-1/standard to aws:us-east-1/glacier-ir.
+// Each object is above the 64 MiB threshold: 1 GiB / 64 MiB = 16 parts, so 16 + 2 = 18 PUT-class
+// requests at the destination (create, 16 UploadPartCopy, complete) = 18,000; the source is
+// listed (1 page) and HEADed once per object for its part size (1,000 at the GET rate) and not
+// read: no GET.
+// Source requests: LIST 1 x $0.005/1,000 = $0.000005; HEAD 1,000 x $0.0004/1,000 = $0.0004;
+// total $0.000405 (streamed: + 1,000 GETs, $0.0004 more = $0.000805).
+// Egress within us-east-1: same_region_per_gb = 0 -> $0.
+// Time: no bandwidth bound; requests: 1,000 multipart objects x 5 latencies x 30 ms / 64 slots
+// = 2.34375 s, but S3's published 3,500 PUTs/s per prefix binds: 18,000 / 3,500 = 5.142857 s
+// (streamed, the 10 Gbit/s default bounds: 1,000 GiB / 1.25 GB/s = 859.0 s).
+#[test]
+fn a_same_region_move_is_planned_as_a_server_side_copy() {
+    let c = eval_with(
+        "aws:us-east-1",
+        "aws:us-east-1/glacier-ir",
+        &corpus(1000 * GIB, 1000),
+        |_| {},
+    );
+    assert!(c.server_side);
+    assert_eq!(c.counts.source_get, 0);
+    assert_eq!(c.counts.source_head, 1000);
+    assert_eq!(c.counts.destination_put, 18_000);
+    assert_eq!(c.cost.source_requests, Usd(d("0.000405")));
+    assert_eq!(c.cost.egress, Usd::ZERO);
+    assert_eq!(c.time.request_seconds, d("2.34375"));
+    assert_eq!(c.time.bound.as_str(), "rate-limit");
+    assert_eq!(c.time.seconds, d("18000") / d("3500"));
+    assert!(
+        c.warnings.iter().any(|w| w.contains("copied server-side")),
+        "{:?}",
+        c.warnings
+    );
+    let streamed = eval_with(
+        "aws:us-east-1",
+        "aws:us-east-1/glacier-ir",
+        &corpus(1000 * GIB, 1000),
+        |a| a.server_side = false,
+    );
+    assert!(!streamed.server_side);
+    assert_eq!(streamed.counts.source_get, 1000);
+    assert_eq!(streamed.cost.source_requests, Usd(d("0.000805")));
+    assert_eq!(streamed.time.bound.as_str(), "bandwidth");
+    // Another region of the same provider streams (exec's server-side copy needs one endpoint),
+    // and so do two providers.
+    assert!(!eval("aws:us-east-1", "aws:us-west-2", 1000 * GIB, 10).server_side);
+    assert!(!eval("aws:us-east-1", "cloudflare-r2", 1000 * GIB, 10).server_side);
+    assert!(!eval("onprem", "onprem", 1000 * GIB, 10).server_side);
+}

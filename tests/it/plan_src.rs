@@ -150,7 +150,13 @@ fn src_on_garage_is_listed_and_recorded_in_the_saved_plan() {
 
 /// Plan a saved move of `src_loc` to `dst_loc` (listing the source) and run it with `exec`;
 /// the plan's `requests` and exec's counted `requests`.
-fn planned_and_counted(cfg: &Path, src_loc: &str, dst_loc: &str, ranged: bool) -> (Value, Value) {
+fn planned_and_counted(
+    cfg: &Path,
+    src_loc: &str,
+    dst_loc: &str,
+    ranged: bool,
+    server_side: bool,
+) -> (Value, Value) {
     let plans = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let mut args = vec![
@@ -174,12 +180,19 @@ fn planned_and_counted(cfg: &Path, src_loc: &str, dst_loc: &str, ranged: bool) -
     if ranged {
         args.push("--ranged-reads");
     }
+    if !server_side {
+        args.push("--no-server-side");
+    }
     let (o, v) = plan_json(&args, Some(cfg));
     expect(&o, 0);
+    assert_eq!(v["candidates"][0]["server_side"], server_side, "{v}");
     let mut exec = moverctl();
     exec.arg("--config").arg(cfg).args(["exec", "--json"]);
     if ranged {
         exec.arg("--ranged-reads");
+    }
+    if !server_side {
+        exec.arg("--no-server-side");
     }
     let o = exec
         .arg(plans.path().join("m.toml"))
@@ -202,6 +215,10 @@ fn planned_and_counted(cfg: &Path, src_loc: &str, dst_loc: &str, ranged: bool) -
 // 39); PUTs 30 + (4 + 2) + (5 + 2) = 43; one HEAD of part 1 per multipart source object = 2;
 // no HEAD at the destination (the PUT's MD5 ETag and the multipart ETag verify the writes).
 // exec counts source and destination HEADs in one `head` counter.
+// Both ends are buckets of one Garage, so by default plan and exec copy on the server: no GET;
+// 30 CopyObject + (1 + 4 + 1) + (1 + 5 + 1) UploadPartCopy uploads in the source's 5 MiB parts
+// = 43 PUT-class requests; the same 2 HEADs of part 1. `--no-server-side` plans and runs the
+// streamed move above.
 #[test]
 fn planned_requests_equal_what_exec_counts_on_garage() {
     let Some(s) = servers() else { return };
@@ -233,9 +250,9 @@ fn planned_requests_equal_what_exec_counts_on_garage() {
         .output()
         .unwrap();
     expect(&o, 0);
-    for (ranged, gets) in [(false, 32), (true, 39)] {
-        let dst = format!("garage:{}/{prefix}-{ranged}", s.bucket_b);
-        let (plan, run) = planned_and_counted(&cfg, &src, &dst, ranged);
+    for (ranged, server_side, gets) in [(false, false, 32), (true, false, 39), (false, true, 0)] {
+        let dst = format!("garage:{}/{prefix}-{ranged}-{server_side}", s.bucket_b);
+        let (plan, run) = planned_and_counted(&cfg, &src, &dst, ranged, server_side);
         assert_eq!(plan["source_list"], 1);
         assert_eq!(plan["destination_list"], 1);
         assert_eq!(plan["source_get"], gets, "ranged {ranged}");

@@ -320,7 +320,15 @@ fn sigint_drains_and_exits_130() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Interrupt once the run is copying (a loaded machine can take seconds to get there: a
+    // SIGINT before the handler is installed would kill it instead of draining it).
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&out_dir).map_or(0, |d| d.count()) < 2
+        && started.elapsed() < std::time::Duration::from_secs(60)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
     let st = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
