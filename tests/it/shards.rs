@@ -86,6 +86,13 @@ fn plan_priced(
         .output()
         .unwrap();
     expect(&o, 0);
+    // The plan says how to run its shards, and that the limits are per shard.
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!("--shard K/{shards}"))
+            && out.contains("--tpslimit apply to each shard process"),
+        "{out}"
+    );
     plans.join("sharded.toml")
 }
 
