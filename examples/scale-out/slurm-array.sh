@@ -19,7 +19,8 @@ set -u
 MOVERCTL="${MOVERCTL:-moverctl}"
 # Retries of one task after a failure that may pass (exit 1: a run-time failure, 3: some
 # objects failed, 7: the progress location could not be written for --retry-timeout, e.g. a
-# store outage). Bad input (2), refused credentials (4) and a held lock (6) are not retried.
+# store outage, 137: moverctl was killed, e.g. by the OOM killer). Bad input (2), refused
+# credentials (4), a held lock (6) and an interrupt (130) are not retried.
 MAX_RESTARTS="${MOVERCTL_MAX_RESTARTS:-3}"
 
 # Node-local scratch for the journal. A requeued task may start on another node, or this one
@@ -35,7 +36,7 @@ rm -rf "$MOVERCTL_STATE_DIR"
 echo "shard ${SLURM_ARRAY_TASK_ID:-?} exit $code"
 
 case "$code" in
-  1|3|7)
+  1|3|7|137)
     if [ "${SLURM_RESTART_COUNT:-0}" -lt "$MAX_RESTARTS" ]; then
       # Back into the queue; the retry skips everything verified (no re-copy, no HEAD).
       scontrol requeue "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"
