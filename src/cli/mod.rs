@@ -154,7 +154,7 @@ pub enum CliError {
     Refused { source: Box<CliError>, hint: String },
     /// `exec --shard`: the progress location could not be written (exit 7).
     #[error(
-        "shard {shard}: the progress location {location} could not be written: {cause}. The shard stopped{journaled}; {hint}. Fix access to {location} (or pass another --progress-location) and run the same command again to resume"
+        "shard {shard}: the progress location {location} could not be written: {cause}. The shard stopped{journaled}{hint}. Fix access to {location} (or pass another --progress-location) and run the same command again to resume"
     )]
     ProgressUnwritable {
         shard: String,
@@ -163,6 +163,7 @@ pub enum CliError {
         /// ", after journaling N verified objects locally in PATH (M of them not on the
         /// progress location)", or empty.
         journaled: String,
+        /// "; credentials in use: …" (where they came from, never a value), or empty.
         hint: String,
     },
 }

@@ -827,13 +827,14 @@ pub fn run(
                 path.display()
             ),
             Some(sh) => format!(
-                "Saved {} ({}) in {} shards (plan id {}, predicted {} per shard with {} machines) — run each with: moverctl exec {} --shard K/{} (or --shard auto in a Kubernetes Indexed Job or a Slurm array); exec's --bwlimit and --tpslimit apply to each shard process, not to the move; watch it with: moverctl status {}",
+                "Saved {} ({}) in {} shards (plan id {}, predicted {} per shard with {} machine{}) — run each with: moverctl exec {} --shard K/{} (or --shard auto in a Kubernetes Indexed Job or a Slurm array); exec's --bwlimit and --tpslimit apply to each shard process, not to the move; watch it with: moverctl status {}",
                 path.display(),
                 chosen.resolved,
                 sh.count,
                 sh.id,
                 crate::units::fmt_duration(sh.seconds_per_shard.parse().unwrap_or_default()),
                 plan.transfer.workers.max(1),
+                if plan.transfer.workers > 1 { "s" } else { "" },
                 path.display(),
                 sh.count,
                 path.display()

@@ -255,7 +255,21 @@ pub(super) fn for_exec(
     src.range = Some(range.clone());
     dst.range = Some(range.clone());
     let loc = progress_location(shards, progress, dst_location, dst)?;
-    let store = Store::open_destination(&loc, remotes)?;
+    let store = Store::open_destination(&loc, remotes).map_err(|e| {
+        let e = CliError::from(e);
+        if e.exit() == Exit::Failure {
+            // A folder that cannot be made: the location cannot be written (exit 7).
+            CliError::ProgressUnwritable {
+                shard: id.to_string(),
+                location: loc.clone(),
+                cause: e.to_string(),
+                journaled: " before copying anything".into(),
+                hint: String::new(),
+            }
+        } else {
+            e
+        }
+    })?;
     let r = &shards.ranges[id.index as usize];
     Ok(Some(ShardRun {
         id,
@@ -328,7 +342,10 @@ impl ShardRun {
                 ),
                 None => " before copying anything".into(),
             },
-            hint: super::stores::credentials_hint(&[&self.progress.store]),
+            hint: match super::stores::credentials_hint(&[&self.progress.store]) {
+                h if h.is_empty() => h,
+                h => format!("; {h}"),
+            },
         }
     }
 }

@@ -242,7 +242,7 @@ fn a_shard_restarted_with_an_empty_state_folder_copies_nothing_again() {
     let dst = format!("garage:{}/moves/{dst_prefix}", s.bucket_b);
     let plans = work.path().join("plans");
     // Priced as a move out of AWS, so that the run against the plan has a cost to compare.
-    let plan = plan_priced(&conf, &plans, &src, &dst, 2, "aws", "wasabi");
+    let plan = plan_priced(&conf, &plans, &src, &dst, 2, "aws", "gcp");
     let parsed = moverctl::plan::file::PlanFile::load(&plan).unwrap();
     let usd = |v: &serde_json::Value| {
         moverctl::money::Usd::parse(&v.to_string()).unwrap_or_else(|e| panic!("{e}: {v}"))
