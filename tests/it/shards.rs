@@ -749,6 +749,10 @@ fn a_shard_whose_progress_location_cannot_be_written_stops_promptly() {
         objects.len(),
         super::text(&o)
     );
+    eprintln!(
+        "stopped after {first} of {} objects copied, in {took:?}",
+        objects.len()
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("progress records at") && err.contains("writing a batch of"),
