@@ -30,7 +30,9 @@ export MOVERCTL_STATE_DIR="$scratch/moverctl-${SLURM_ARRAY_JOB_ID:-0}-${SLURM_AR
 
 echo "shard ${SLURM_ARRAY_TASK_ID:-?} attempt ${SLURM_RESTART_COUNT:-0} on $(hostname)"
 # --bwlimit / --tpslimit here are per task (per shard process), not for the whole move.
-"$MOVERCTL" exec "$PLAN" --shard auto --json ${MOVERCTL_EXEC_ARGS:-}
+# moverctl runs as the task's job step (srun): Slurm accounts for it, and a step killed on its
+# own (`scancel --signal=KILL <jobid>.0`, or the OOM killer) ends with 137, which requeues the task.
+srun --ntasks=1 "$MOVERCTL" exec "$PLAN" --shard auto --json ${MOVERCTL_EXEC_ARGS:-}
 code=$?
 rm -rf "$MOVERCTL_STATE_DIR"
 echo "shard ${SLURM_ARRAY_TASK_ID:-?} exit $code"
