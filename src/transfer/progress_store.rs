@@ -182,6 +182,30 @@ impl Line {
     }
 }
 
+/// A failed write in one line: the store's error code and message (or the error's first words),
+/// and how long the retry policy kept at it, when it did.
+fn cause(e: &object_store::Error) -> String {
+    let text = e.to_string();
+    let short = crate::probe::short_error(&text);
+    let status = crate::store::error::http_status(e)
+        .or_else(|| {
+            let at = text.find("status code: ")? + "status code: ".len();
+            text[at..].get(..3)?.parse().ok()
+        })
+        .map(|s| format!("HTTP {s} "))
+        .unwrap_or_default();
+    let retried = text.find("after ").and_then(|at| {
+        let rest = &text[at..];
+        let end = rest.find(" retries")? + " retries".len();
+        Some(format!(
+            " ({}, --retry-timeout {})",
+            &rest[..end],
+            humantime::format_duration(crate::store::retry::timeout())
+        ))
+    });
+    format!("{status}{short}{}", retried.unwrap_or_default())
+}
+
 /// The progress folder of one plan (`root`), opened as a store.
 pub struct ProgressStore {
     pub store: Store,
@@ -213,7 +237,7 @@ impl ProgressStore {
             .inner
             .put(&path, PutPayload::from(body))
             .await
-            .map_err(|e| self.err(format!("writing {key}: {e}")))?;
+            .map_err(|e| self.err(format!("writing {key}: {}", cause(&e))))?;
         Ok(())
     }
 
@@ -471,6 +495,21 @@ pub fn starting_status(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_write_is_told_in_one_line() {
+        let e = object_store::Error::Generic {
+            store: "S3",
+            source: "Error performing PUT http://127.0.0.1:1/b/p/shard-0/seg-1.jsonl in 2.03s, after 7 retries, max_retries: 1000, retry_timeout: 2s - Server returned non-2xx status code: 500 Internal Server Error: <?xml version=\"1.0\"?>\n<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>".into(),
+        };
+        assert_eq!(
+            cause(&e),
+            format!(
+                "HTTP 500 InternalError: We encountered an internal error. (after 7 retries, --retry-timeout {})",
+                humantime::format_duration(crate::store::retry::timeout())
+            )
+        );
+    }
 
     #[test]
     fn a_verified_line_keeps_the_journal_evidence() {
