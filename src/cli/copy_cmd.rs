@@ -505,6 +505,8 @@ fn drive(
     let json = r.json;
     let dry_run = r.opts.dry_run;
     let stop = Arc::new(AtomicBool::new(false));
+    // A shard whose progress location cannot be written stops the run through the same flag.
+    let writer_stop = stop.clone();
     let report = rt.block_on(async {
         super::stop_on_ctrl_c(
             stop.clone(),
@@ -541,12 +543,16 @@ fn drive(
         let out = std::io::stdout();
         let writer = async {
             match (&shard, shard_start) {
-                (Some(s), Some((status, rx))) => {
-                    crate::transfer::progress_store::write_as_it_goes(&s.progress, rx, status)
-                        .await
-                        .map(Some)
-                }
-                _ => Ok(None),
+                (Some(s), Some((status, rx))) => Some(
+                    crate::transfer::progress_store::write_as_it_goes(
+                        &s.progress,
+                        rx,
+                        status,
+                        &writer_stop,
+                    )
+                    .await,
+                ),
+                _ => None,
             }
         };
         let running = run.run_with(
@@ -570,37 +576,84 @@ fn drive(
         );
         let (res, written) = tokio::join!(running, writer);
         progress.finish();
-        // The shard's last record: done when everything in its range is verified.
-        let written = match (written, &shard, &res) {
-            (Ok(Some((_, mut status))), Some(s), Ok(report)) => {
-                status.state = if Exit::of_run(report, None) == Exit::Success {
-                    "done"
-                } else {
-                    "failed"
-                }
-                .into();
-                // At the end every object of the range is accounted for: copied and verified
-                // now, or found verified (by the journal or by a check) and skipped.
-                if !report.interrupted {
-                    status.objects_done = report.copied + report.skipped;
-                    status.bytes_done = report.copied_bytes + report.skipped_bytes;
-                }
-                s.progress.write_status(&status).await
-            }
-            (Ok(Some((_, mut status))), Some(s), Err(_)) => {
-                status.state = "failed".into();
-                s.progress.write_status(&status).await
-            }
-            (Err(e), _, _) => Err(e),
-            _ => Ok(()),
-        };
         (res, written)
     });
     let (report, written) = report;
-    let report = report.map_err(|e| CliError::from(e).naming_credentials(&hint))?;
-    written.map_err(super::shard_cmd::progress_err)?;
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            // The shard's record says it failed (when the location can be written at all).
+            if let (Some(s), Some((w, mut status))) = (&shard, written)
+                && w.unwritable.is_none()
+            {
+                status.state = "failed".into();
+                if let Err(e) = rt.block_on(s.progress.write_status(&status)) {
+                    tracing::warn!("shard {}: {e}", s.id);
+                }
+            }
+            return Err(CliError::from(e).naming_credentials(&hint));
+        }
+    };
     let vs = plan.and_then(|p| against_plan(&report, p, catalog));
-    let exit = Exit::of_run(&report, None);
+    let mut exit = Exit::of_run(&report, None);
+    // A shard's last record, then the shard and the whole move set against the plan.
+    let mut stopped: Option<CliError> = None;
+    let mut shard_view = None;
+    if let (Some(s), Some(p), Some((w, mut status))) = (&shard, plan, written) {
+        let journaled = |missing: u64| Some((w.verified, missing, r.journal_path.as_path()));
+        if let Some(cause) = w.unwritable.clone() {
+            stopped = Some(s.unwritable(cause, journaled(w.unwritten)));
+        } else {
+            status.state = if exit == Exit::Success {
+                "done"
+            } else {
+                "failed"
+            }
+            .into();
+            // At the end every object of the range is accounted for: copied and verified now,
+            // or found verified (by the journal or by a check) and skipped.
+            if !report.interrupted {
+                status.objects_done = report.copied + report.skipped;
+                status.bytes_done = report.copied_bytes + report.skipped_bytes;
+            }
+            let cost = vs.as_ref().map(|v| v.actual()).unwrap_or_default();
+            let items: Vec<(&str, crate::money::Usd)> = super::shard_cmd::COST_ITEMS
+                .iter()
+                .copied()
+                .zip(cost)
+                .collect();
+            status.add_cost(&items);
+            let this_run = super::shard_cmd::Figures {
+                objects: report.copied + report.skipped,
+                bytes: report.copied_bytes + report.skipped_bytes,
+                seconds: rust_decimal::Decimal::from(report.elapsed.as_millis() as u64)
+                    / rust_decimal::Decimal::from(1000),
+                cost,
+            };
+            match rt.block_on(s.progress.write_status(&status)) {
+                Err(e) => {
+                    // Every segment was written; only the last record was not.
+                    stopped = Some(s.unwritable(super::shard_cmd::cause_of(e), journaled(0)));
+                }
+                Ok(()) => {
+                    let records = match rt.block_on(s.records(s.id.count)) {
+                        Ok(r) => Some(r),
+                        Err(e) => {
+                            tracing::warn!(
+                                "shard {}: the shards' records could not be read for the whole move: {e}",
+                                s.id
+                            );
+                            None
+                        }
+                    };
+                    shard_view = Some(s.against_plan(p, &status, &this_run, records.as_deref()));
+                }
+            }
+        }
+    }
+    if let Some(e) = &stopped {
+        exit = e.exit();
+    }
     if r.quiet && exit == Exit::Success && !json {
         // Silent on success.
     } else if json {
@@ -616,8 +669,8 @@ fn drive(
         if let Some(vs) = &vs {
             v["plan"] = vs.json();
         }
-        if let (Some(s), Some(p)) = (&shard, plan) {
-            v["shard"] = s.against_plan(&report, p).0;
+        if let Some((j, _)) = &shard_view {
+            v["shard"] = j.clone();
         }
         println!("{v}");
     } else {
@@ -625,12 +678,17 @@ fn drive(
             "{}",
             summary_text(&report, &src_shown, &dst_shown, &r, plan)
         );
-        if let Some(vs) = &vs {
-            eprint!("{}", vs.text());
+        match (&shard_view, &vs) {
+            (Some((_, text)), _) => eprint!("{text}"),
+            // A shard's run is set against its own part of the plan, above; the whole plan
+            // against one shard would mislead.
+            (None, Some(_)) if shard.is_some() => {}
+            (None, Some(vs)) => eprint!("{}", vs.text()),
+            (None, None) => {}
         }
-        if let (Some(s), Some(p)) = (&shard, plan) {
-            eprint!("{}", s.against_plan(&report, p).1);
-        }
+    }
+    if let Some(e) = stopped {
+        return Err(e);
     }
     if let Some(m) = credentials_refused(&report, &src_shown, &dst_shown, &hint) {
         eprintln!("moverctl: error: {m}");

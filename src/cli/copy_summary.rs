@@ -348,6 +348,12 @@ pub(super) fn against_plan(r: &Report, p: &PlanFile, catalog: &Catalog) -> Optio
 }
 
 impl VsPlan {
+    /// This run's cost lines: egress, source requests, destination requests
+    /// (`shard_cmd::COST_ITEMS`'s order).
+    pub(super) fn actual(&self) -> [crate::money::Usd; 3] {
+        [self.actual[0].1, self.actual[1].1, self.actual[2].1]
+    }
+
     pub(super) fn json(&self) -> serde_json::Value {
         let mut predicted = serde_json::Map::new();
         let mut actual = serde_json::Map::new();

@@ -24,6 +24,10 @@ pub enum Exit {
     DeleteGuard = 5,
     /// `copy`, `exec`, `sync`: another run of the same pair holds the lock; nothing was done.
     Locked = 6,
+    /// `exec --shard`: the shard's progress location could not be written (after the retry
+    /// policy) or refused the write; the shard stopped after the objects in flight finished and
+    /// were journaled locally.
+    ProgressUnwritable = 7,
     /// Stopped by Ctrl-C (or SIGINT) after the objects in flight finished; run again to resume.
     Interrupted = 130,
 }
@@ -54,6 +58,10 @@ pub const TABLE: &[(u8, &str)] = &[
     (
         6,
         "copy, exec, sync: another run of the same source and destination holds the lock (the message names its pid and start time); nothing was done",
+    ),
+    (
+        7,
+        "exec --shard: the shard's progress location could not be written (still failing after --retry-timeout, or refused); the shard stopped promptly, what it verified is in the local journal, and the message names the location and the cause; fix access to it and run the same command again",
     ),
     (
         130,

@@ -152,6 +152,20 @@ pub enum CliError {
     /// (named, never a value), so the user knows which variable or profile to fix.
     #[error("{source}; {hint}")]
     Refused { source: Box<CliError>, hint: String },
+    /// `exec --shard`: the progress location could not be written (exit 7).
+    #[error(
+        "shard {shard}: the progress location {location} could not be written: {cause}. The shard stopped{journaled}{hint}. Fix access to {location} (or pass another --progress-location) and run the same command again to resume"
+    )]
+    ProgressUnwritable {
+        shard: String,
+        location: String,
+        cause: String,
+        /// ", after journaling N verified objects locally in PATH (M of them not on the
+        /// progress location)", or empty.
+        journaled: String,
+        /// "; credentials in use: …" (where they came from, never a value), or empty.
+        hint: String,
+    },
 }
 
 impl CliError {
@@ -182,6 +196,7 @@ impl CliError {
             CliError::Lock(crate::lock::LockError::Held { .. }) => Exit::Locked,
             CliError::Lock(_) => Exit::Failure,
             CliError::Refused { .. } => Exit::Credentials,
+            CliError::ProgressUnwritable { .. } => Exit::ProgressUnwritable,
         }
     }
 

@@ -840,12 +840,27 @@ pub fn run(
         }
         let path = args.plans_dir.join(format!("{name}.toml"));
         plan.save(&path)?;
-        let msg = format!(
-            "Saved {} ({}) — run it with: moverctl exec {}",
-            path.display(),
-            chosen.resolved,
-            path.display()
-        );
+        let msg = match &plan.shards {
+            None => format!(
+                "Saved {} ({}) — run it with: moverctl exec {}",
+                path.display(),
+                chosen.resolved,
+                path.display()
+            ),
+            Some(sh) => format!(
+                "Saved {} ({}) in {} shards (plan id {}, predicted {} per shard with {} machine{}) — run each with: moverctl exec {} --shard K/{} (or --shard auto in a Kubernetes Indexed Job or a Slurm array); exec's --bwlimit and --tpslimit apply to each shard process, not to the move; watch it with: moverctl status {}",
+                path.display(),
+                chosen.resolved,
+                sh.count,
+                sh.id,
+                crate::units::fmt_duration(sh.seconds_per_shard.parse().unwrap_or_default()),
+                plan.transfer.workers.max(1),
+                if plan.transfer.workers > 1 { "s" } else { "" },
+                path.display(),
+                sh.count,
+                path.display()
+            ),
+        };
         if args.json {
             eprintln!("{msg}");
         } else {

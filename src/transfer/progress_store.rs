@@ -64,6 +64,57 @@ pub struct ShardStatus {
     /// What the plan put in this shard's range.
     pub planned_objects: u64,
     pub planned_bytes: u64,
+    /// When the shard's first attempt started (RFC 3339, UTC); empty in records written before
+    /// it was kept (read `started` then).
+    #[serde(default)]
+    pub first_started: String,
+    /// Attempts so far, this one included.
+    #[serde(default)]
+    pub attempts: u32,
+    /// Seconds of every attempt so far, added (this one up to `updated`).
+    #[serde(default)]
+    pub seconds: f64,
+    /// What the shard's finished attempts cost, priced as `exec` prices a run against its plan:
+    /// USD as exact decimal strings (`egress`, `source_requests`, `destination_requests`,
+    /// `total`). Empty until an attempt has finished.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub cost: std::collections::BTreeMap<String, String>,
+}
+
+impl ShardStatus {
+    /// When the shard began: its first attempt's start.
+    pub fn began(&self) -> &str {
+        if self.first_started.is_empty() {
+            &self.started
+        } else {
+            &self.first_started
+        }
+    }
+
+    /// One line of `cost`, exact (zero when absent).
+    pub fn cost_of(&self, item: &str) -> crate::money::Usd {
+        self.cost
+            .get(item)
+            .and_then(|v| crate::money::Usd::parse(v).ok())
+            .unwrap_or_default()
+    }
+
+    /// Adds one finished attempt's cost (`items` without the total) to `cost`, and the total.
+    pub fn add_cost(&mut self, items: &[(&str, crate::money::Usd)]) {
+        for (k, v) in items {
+            let sum = self.cost_of(k) + *v;
+            self.cost
+                .insert((*k).to_string(), sum.0.normalize().to_string());
+        }
+        let total: crate::money::Usd = self
+            .cost
+            .iter()
+            .filter(|(k, _)| *k != "total")
+            .filter_map(|(_, v)| crate::money::Usd::parse(v).ok())
+            .sum();
+        self.cost
+            .insert("total".into(), total.0.normalize().to_string());
+    }
 }
 
 /// One record line of a segment.
@@ -131,6 +182,30 @@ impl Line {
     }
 }
 
+/// A failed write in one line: the store's error code and message (or the error's first words),
+/// and how long the retry policy kept at it, when it did.
+fn cause(e: &object_store::Error) -> String {
+    let text = e.to_string();
+    let short = crate::probe::short_error(&text);
+    let status = crate::store::error::http_status(e)
+        .or_else(|| {
+            let at = text.find("status code: ")? + "status code: ".len();
+            text[at..].get(..3)?.parse().ok()
+        })
+        .map(|s| format!("HTTP {s} "))
+        .unwrap_or_default();
+    let retried = text.find("after ").and_then(|at| {
+        let rest = &text[at..];
+        let end = rest.find(" retries")? + " retries".len();
+        Some(format!(
+            " ({}, --retry-timeout {})",
+            &rest[..end],
+            humantime::format_duration(crate::store::retry::timeout())
+        ))
+    });
+    format!("{status}{short}{}", retried.unwrap_or_default())
+}
+
 /// The progress folder of one plan (`root`), opened as a store.
 pub struct ProgressStore {
     pub store: Store,
@@ -162,7 +237,7 @@ impl ProgressStore {
             .inner
             .put(&path, PutPayload::from(body))
             .await
-            .map_err(|e| self.err(format!("writing {key}: {e}")))?;
+            .map_err(|e| self.err(format!("writing {key}: {}", cause(&e))))?;
         Ok(())
     }
 
@@ -252,31 +327,61 @@ impl ProgressStore {
 }
 
 /// What the writer saw by the time the journal closed.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct Written {
     pub verified: u64,
     pub verified_bytes: u64,
     pub failed: u64,
     pub segments: u64,
+    /// The progress location could not be written (the cause, after the retry policy): the
+    /// writer set the run's stop flag and wrote nothing more.
+    pub unwritable: Option<String>,
+    /// Verified records that did not reach the progress location (they are in the local
+    /// journal).
+    pub unwritten: u64,
 }
 
 /// Writes records from the journal's tap in batches, and the shard's status with them, until
 /// the journal is dropped (the channel closes). `status` is the record to keep up to date (its
-/// `objects_done`/`bytes_done` hold what earlier attempts verified).
+/// `objects_done`/`bytes_done` hold what earlier attempts verified, and it has been written
+/// once already).
+///
+/// Each write goes through the store's retry policy ([`crate::store::retry`]: transient
+/// failures retried for the retry window). A write that still fails, or is refused, is logged
+/// with its cause, and the shard is stopped through `stop` (no new object starts; the objects in
+/// flight finish and are journaled locally): a shard must not run on for hours leaving no resume
+/// record behind. The records go on being drained and counted (`unwritten`), never written.
 pub async fn write_as_it_goes(
     ps: &ProgressStore,
     mut rx: UnboundedReceiver<ObjectRecord>,
     mut status: ShardStatus,
-) -> Result<(Written, ShardStatus), ProgressError> {
+    stop: &std::sync::atomic::AtomicBool,
+) -> (Written, ShardStatus) {
     let started = Instant::now();
     let base = (status.objects_done, status.bytes_done);
+    let earlier_seconds = status.seconds;
     let mut w = Written::default();
     let mut pending: Vec<u8> = Vec::new();
     let mut lines = 0usize;
+    let mut pending_verified = 0u64;
     let mut last_flush = Instant::now();
     let mut last_status = Instant::now();
     let pid = std::process::id();
-    ps.write_status(&status).await?;
+    let (shard, shown) = (status.shard, ps.store.shown());
+    let fail = |w: &mut Written, what: &str, e: ProgressError| {
+        let cause = match e {
+            ProgressError::Store { message, .. } => message,
+            other => other.to_string(),
+        };
+        tracing::warn!(
+            target: "moverctl::progress",
+            "shard {}: progress records at {}: {what} failed: {cause}; stopping the shard (no new object starts, the objects in flight finish and are journaled locally)",
+            shard,
+            shown
+        );
+        w.unwritable = Some(cause);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    };
     loop {
         let got = tokio::time::timeout(Duration::from_millis(500), rx.recv()).await;
         let closed = matches!(got, Ok(None));
@@ -285,16 +390,22 @@ pub async fn write_as_it_goes(
                 State::Verified => {
                     w.verified += 1;
                     w.verified_bytes += r.size;
+                    pending_verified += 1;
                 }
                 State::Failed => w.failed += 1,
                 State::Copying => {}
             }
-            serde_json::to_writer(&mut pending, &Line::of(&r)).expect("a record serializes");
-            pending.push(b'\n');
-            lines += 1;
+            if w.unwritable.is_some() {
+                w.unwritten += pending_verified;
+                pending_verified = 0;
+            } else {
+                serde_json::to_writer(&mut pending, &Line::of(&r)).expect("a record serializes");
+                pending.push(b'\n');
+                lines += 1;
+            }
         }
         let due = lines >= BATCH || (lines > 0 && last_flush.elapsed() >= FLUSH_EVERY);
-        if due || (closed && lines > 0) {
+        if w.unwritable.is_none() && (due || (closed && lines > 0)) {
             let millis = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap_or_default()
@@ -303,8 +414,18 @@ pub async fn write_as_it_goes(
                 "shard-{}/seg-{millis:015}-{pid}-{:06}.jsonl",
                 status.shard, w.segments
             );
-            ps.put(&key, std::mem::take(&mut pending)).await?;
-            w.segments += 1;
+            match ps.put(&key, std::mem::take(&mut pending)).await {
+                Ok(()) => {
+                    w.segments += 1;
+                    pending_verified = 0;
+                }
+                Err(e) => {
+                    let what = format!("writing a batch of {lines} records ({key})");
+                    fail(&mut w, &what, e);
+                    w.unwritten += pending_verified;
+                    pending_verified = 0;
+                }
+            }
             lines = 0;
             last_flush = Instant::now();
         }
@@ -314,24 +435,31 @@ pub async fn write_as_it_goes(
             status.failed = w.failed;
             status.attempt_bytes = w.verified_bytes;
             status.attempt_seconds = started.elapsed().as_secs_f64();
+            status.seconds = earlier_seconds + status.attempt_seconds;
             status.updated = now();
-            if !closed {
-                ps.write_status(&status).await?;
+            if !closed
+                && w.unwritable.is_none()
+                && let Err(e) = ps.write_status(&status).await
+            {
+                fail(&mut w, &format!("writing {}", status_key(status.shard)), e);
             }
             last_status = Instant::now();
         }
         if closed {
-            return Ok((w, status));
+            return (w, status);
         }
     }
 }
 
 /// The status a shard starts with (state `running`).
+/// `earlier` is the shard's last record, from an earlier attempt: its first start, seconds and
+/// cost carry on.
 pub fn starting_status(
     plan_id: &str,
     shard: ShardId,
     planned: (u64, u64),
     done: (u64, u64),
+    earlier: Option<&ShardStatus>,
 ) -> ShardStatus {
     let host = std::env::var("HOSTNAME")
         .ok()
@@ -357,12 +485,31 @@ pub fn starting_status(
         attempt_seconds: 0.0,
         planned_objects: planned.0,
         planned_bytes: planned.1,
+        first_started: earlier.map_or_else(now, |e| e.began().to_string()),
+        attempts: earlier.map_or(0, |e| e.attempts.max(1)) + 1,
+        seconds: earlier.map_or(0.0, |e| e.seconds.max(e.attempt_seconds)),
+        cost: earlier.map(|e| e.cost.clone()).unwrap_or_default(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_write_is_told_in_one_line() {
+        let e = object_store::Error::Generic {
+            store: "S3",
+            source: "Error performing PUT http://127.0.0.1:1/b/p/shard-0/seg-1.jsonl in 2.03s, after 7 retries, max_retries: 1000, retry_timeout: 2s - Server returned non-2xx status code: 500 Internal Server Error: <?xml version=\"1.0\"?>\n<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>".into(),
+        };
+        assert_eq!(
+            cause(&e),
+            format!(
+                "HTTP 500 InternalError: We encountered an internal error. (after 7 retries, --retry-timeout {})",
+                humantime::format_duration(crate::store::retry::timeout())
+            )
+        );
+    }
 
     #[test]
     fn a_verified_line_keeps_the_journal_evidence() {

@@ -55,10 +55,23 @@ async fn contents(store: &Store) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn plan(conf: &Path, plans: &Path, src: &str, dst: &str, shards: u32) -> std::path::PathBuf {
+    plan_priced(conf, plans, src, dst, shards, "onprem", "onprem")
+}
+
+/// As [`plan`], priced as a move from `from` to `to` (the stores are still Garage's).
+fn plan_priced(
+    conf: &Path,
+    plans: &Path,
+    src: &str,
+    dst: &str,
+    shards: u32,
+    from: &str,
+    to: &str,
+) -> std::path::PathBuf {
     let o = moverctl()
         .arg("--config")
         .arg(conf)
-        .args(["plan", "--from", "onprem", "--to", "onprem", "--shards"])
+        .args(["plan", "--from", from, "--to", to, "--shards"])
         .arg(shards.to_string())
         .args([
             "--src",
@@ -73,6 +86,13 @@ fn plan(conf: &Path, plans: &Path, src: &str, dst: &str, shards: u32) -> std::pa
         .output()
         .unwrap();
     expect(&o, 0);
+    // The plan says how to run its shards, and that the limits are per shard.
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!("--shard K/{shards}"))
+            && out.contains("--tpslimit apply to each shard process"),
+        "{out}"
+    );
     plans.join("sharded.toml")
 }
 
@@ -221,7 +241,12 @@ fn a_shard_restarted_with_an_empty_state_folder_copies_nothing_again() {
     let dst_prefix = unique("restart-dst");
     let dst = format!("garage:{}/moves/{dst_prefix}", s.bucket_b);
     let plans = work.path().join("plans");
-    let plan = plan(&conf, &plans, &src, &dst, 2);
+    // Priced as a move out of AWS, so that the run against the plan has a cost to compare.
+    let plan = plan_priced(&conf, &plans, &src, &dst, 2, "aws", "gcp");
+    let parsed = moverctl::plan::file::PlanFile::load(&plan).unwrap();
+    let usd = |v: &serde_json::Value| {
+        moverctl::money::Usd::parse(&v.to_string()).unwrap_or_else(|e| panic!("{e}: {v}"))
+    };
 
     // status before anything ran: both shards not started.
     let status = || {
@@ -254,10 +279,91 @@ fn a_shard_restarted_with_an_empty_state_folder_copies_nothing_again() {
     assert_eq!(v["shard"]["index"], 0, "{v}");
     assert_eq!(v["shard"]["done"]["objects"], copied, "{v}");
     assert_eq!(v["shard"]["planned"]["objects"], copied, "{v}");
+    // Planned against done for the shard: time, bytes and cost, with the plan's own figures.
+    let sh = &v["shard"];
+    assert_eq!(sh["done"]["attempts"], 1, "{v}");
+    assert_eq!(
+        sh["planned"]["bytes"],
+        parsed.shards.as_ref().unwrap().ranges[0].bytes
+    );
+    assert_eq!(
+        sh["planned"]["seconds"].to_string(),
+        parsed.shards.as_ref().unwrap().seconds_per_shard,
+        "{v}"
+    );
+    assert_eq!(sh["done"]["bytes"], sh["planned"]["bytes"], "{v}");
+    assert!(sh["done"]["seconds"].as_f64().unwrap() > 0.0, "{v}");
+    // The run's GETs of a local source are free; its PUTs to the destination are priced.
+    let first_cost = usd(&sh["done"]["cost"]["total"]);
+    assert!(!first_cost.is_zero(), "{v}");
+    assert_eq!(sh["done"]["cost"], sh["this_run"]["cost"], "{v}");
+    for k in ["egress", "source_requests", "destination_requests"] {
+        assert_eq!(
+            sh["this_run"]["cost"][k], v["plan"]["actual_cost"][k],
+            "priced as the run against the whole plan is: {v}"
+        );
+    }
+    assert!(!usd(&sh["planned"]["cost"]["total"]).is_zero(), "{v}");
+    // The whole move: the plan's prediction, and what the shards' records say so far.
+    let mv = &sh["move"];
+    assert_eq!(mv["planned"]["objects"], 40, "{v}");
+    assert_eq!(
+        mv["planned"]["seconds"].to_string(),
+        parsed.prediction.seconds,
+        "{v}"
+    );
+    assert_eq!(
+        usd(&mv["planned"]["cost"]["egress"]),
+        moverctl::money::Usd::parse(&parsed.prediction.cost["egress"]).unwrap(),
+        "{v}"
+    );
+    assert_eq!(mv["done"]["objects"], copied, "{v}");
+    assert_eq!(mv["done"]["shards"]["done"], 1, "{v}");
+    assert_eq!(mv["done"]["cost"], sh["done"]["cost"], "{v}");
     let v = status();
     assert_eq!(v["shards"][0]["state"], "done", "{v}");
     assert_eq!(v["shards"][1]["state"], "not started", "{v}");
     assert_eq!(v["shards"][0]["objects_done"], copied, "{v}");
+    // status sets each shard and the whole move against the plan too.
+    assert_eq!(
+        usd(&v["shards"][0]["done"]["cost"]["total"]),
+        first_cost,
+        "{v}"
+    );
+    assert_eq!(v["shards"][0]["attempts"], 1, "{v}");
+    assert_eq!(v["shards"][1]["done"]["objects"], 0, "{v}");
+    assert_eq!(v["shards"][1]["attempts"], 0, "{v}");
+    assert!(
+        !usd(&v["shards"][1]["planned"]["cost"]["total"]).is_zero(),
+        "{v}"
+    );
+    assert_eq!(
+        usd(&v["total"]["so_far"]["cost"]["total"]),
+        first_cost,
+        "{v}"
+    );
+    assert_eq!(v["total"]["planned"]["objects"], 40, "{v}");
+    // The shards' planned costs add up to the move's (to the micro-dollar each).
+    let planned_sum = usd(&v["shards"][0]["planned"]["cost"]["total"]).0
+        + usd(&v["shards"][1]["planned"]["cost"]["total"]).0;
+    let whole = usd(&v["total"]["planned"]["cost"]["total"]).0;
+    assert!(
+        (planned_sum - whole).abs() <= rust_decimal::Decimal::new(1, 5),
+        "{planned_sum} vs {whole}: {v}"
+    );
+    let o = moverctl()
+        .arg("--config")
+        .arg(&conf)
+        .arg("status")
+        .arg(&plan)
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("time/plan") && out.contains("cost/plan") && out.contains("against the plan"),
+        "{out}"
+    );
 
     // The progress records sit beside the copied prefix (moves/.moverctl-progress/<id>/).
     let id = moverctl::plan::file::PlanFile::load(&plan)
@@ -299,6 +405,18 @@ fn a_shard_restarted_with_an_empty_state_folder_copies_nothing_again() {
         "{}",
         super::text(&o)
     );
+    // The shard's figures carry every attempt: its first start, seconds and cost go on.
+    assert_eq!(v["shard"]["done"]["attempts"], 2, "{v}");
+    assert_eq!(
+        usd(&v["shard"]["done"]["cost"]["total"]).0,
+        first_cost.0 + usd(&v["shard"]["this_run"]["cost"]["total"]).0,
+        "{v}"
+    );
+    assert!(
+        v["shard"]["done"]["seconds"].as_f64().unwrap()
+            > v["shard"]["this_run"]["seconds"].as_f64().unwrap(),
+        "{v}"
+    );
 
     // The other shard, then the whole move is done and exact.
     let o = exec(&conf, &plan, "1/2", fresh.path()).output().unwrap();
@@ -307,6 +425,14 @@ fn a_shard_restarted_with_an_empty_state_folder_copies_nothing_again() {
     assert_eq!(v["total"]["done"], true, "{v}");
     assert_eq!(v["total"]["objects_done"], 40, "{v}");
     assert_eq!(v["total"]["eta_seconds"], 0.0, "{v}");
+    assert_eq!(v["total"]["so_far"]["objects"], 40, "{v}");
+    assert_eq!(v["total"]["so_far"]["shards"]["done"], 2, "{v}");
+    assert_eq!(
+        usd(&v["total"]["so_far"]["cost"]["total"]).0,
+        usd(&v["shards"][0]["done"]["cost"]["total"]).0
+            + usd(&v["shards"][1]["done"]["cost"]["total"]).0,
+        "{v}"
+    );
     let dst_store = Store::open(&dst, &remotes(&s)).unwrap();
     let got = rt.block_on(contents(&dst_store));
     let want: BTreeMap<String, Vec<u8>> = objects.into_iter().collect();
@@ -536,4 +662,136 @@ fn sync_with_delete_leaves_progress_records_alone() {
         !exists(".moverctl-progress/p/x.json"),
         "a progress record was copied"
     );
+}
+
+/// A shard whose progress location cannot be written stops promptly with exit 7 and a message
+/// naming the location and the cause, instead of running on without a resume record: refused
+/// (403) at the start it copies nothing; failing (500) mid-run, each failed write is logged and
+/// the shard stops long before its range is done, with what it verified journaled locally (a
+/// second run on the same machine copies only the rest).
+#[test]
+fn a_shard_whose_progress_location_cannot_be_written_stops_promptly() {
+    use super::faults::proxy::PFault;
+    let Some(s) = servers() else { return };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let proxy = rt.block_on(Proxy::start(super::s3_upstream(&s)));
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "{}\n{}",
+            remotes_toml(&s),
+            proxy_remote_toml(&s, &proxy.endpoint())
+        ),
+    )
+    .unwrap();
+    // A local source of 400 small files: at --tpslimit 25 one shard takes over 15 s.
+    let objects = corpus(400);
+    let src_dir = tempfile::tempdir().unwrap();
+    for (k, d) in &objects {
+        let p = src_dir.path().join(k);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, d).unwrap();
+    }
+    let src = src_dir.path().to_str().unwrap().to_string();
+    let dst = format!("garage:{}/{}", s.bucket_b, unique("unwritable-dst"));
+    let progress_prefix = unique("unwritable-progress");
+    // The progress location is reached through the proxy; the data go straight to Garage.
+    let progress = format!("viaproxy:{}/{progress_prefix}", s.bucket_b);
+    let plan = plan(&conf, &work.path().join("plans"), &src, &dst, 1);
+    let state = tempfile::tempdir().unwrap();
+    let run = || {
+        let mut c = exec(&conf, &plan, "0/1", state.path());
+        c.args(["--progress-location", &progress, "--tpslimit", "25"])
+            .args(["--retry-timeout", "2s"]);
+        let t = std::time::Instant::now();
+        let o = c.output().unwrap();
+        (o, t.elapsed())
+    };
+    let dst_store = Store::open(&dst, &remotes(&s)).unwrap();
+
+    // Refused from the start (credentials that may not write there): nothing copied.
+    proxy.add("PUT", &progress_prefix, "", PFault::AccessDenied, 1000);
+    let (o, _) = run();
+    expect(&o, 7);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("the progress location viaproxy:{}", s.bucket_b))
+            && err.contains(&progress_prefix),
+        "the error names the location: {}",
+        super::text(&o)
+    );
+    assert!(
+        err.contains("before copying anything"),
+        "{}",
+        super::text(&o)
+    );
+    assert!(
+        err.contains("AccessDenied") || err.contains("403") || err.contains("denied"),
+        "the error names the cause: {}",
+        super::text(&o)
+    );
+    assert!(!err.contains("MOVERCTL_TEST_S3_SECRET="), "no secret value");
+    assert!(rt.block_on(super::keys_at(&dst_store)).is_empty());
+
+    // Failing mid-run: the first status record is written, then every write answers 500.
+    proxy.clear();
+    proxy.add_after("PUT", &progress_prefix, "", PFault::ServerError, 1, 100_000);
+    let (o, took) = run();
+    expect(&o, 7);
+    let v = summary(&o);
+    assert_eq!(v["exit_code"], 7, "{v}");
+    let first = v["copied"]["objects"].as_u64().unwrap();
+    assert!(
+        first > 0 && first < objects.len() as u64 - 50,
+        "the shard stopped long before its range was done: {first} of {} copied in {took:?}\n{}",
+        objects.len(),
+        super::text(&o)
+    );
+    eprintln!(
+        "stopped after {first} of {} objects copied, in {took:?}",
+        objects.len()
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("progress records at") && err.contains("writing a batch of"),
+        "the failed batch write is logged with its cause: {}",
+        super::text(&o)
+    );
+    assert!(
+        err.contains("500") || err.contains("InternalError"),
+        "{}",
+        super::text(&o)
+    );
+    assert!(
+        err.contains(&progress_prefix) && err.contains("journaled locally"),
+        "{}",
+        super::text(&o)
+    );
+    assert!(
+        proxy
+            .hits()
+            .iter()
+            .filter(|(m, t, _)| m == "PUT" && t.contains("/seg-"))
+            .count()
+            > 1,
+        "the batch write was retried under the retry policy: {:?}",
+        proxy.hits()
+    );
+
+    // What it verified is in the local journal: the next run copies only the rest.
+    proxy.clear();
+    let (o, _) = run();
+    expect(&o, 0);
+    let v = summary(&o);
+    assert_eq!(
+        v["copied"]["objects"].as_u64().unwrap() + first,
+        objects.len() as u64,
+        "{v}"
+    );
+    assert_eq!(v["skipped"]["objects"].as_u64().unwrap(), first, "{v}");
+    let got = rt.block_on(contents(&dst_store));
+    let want: BTreeMap<String, Vec<u8>> = objects.into_iter().collect();
+    assert!(got == want, "the destination differs from the source");
 }

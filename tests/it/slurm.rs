@@ -1,8 +1,8 @@
 //! A sharded move through a real Slurm cluster (`scripts/slurm.sh start`): the example array
 //! script `examples/scale-out/slurm-array.sh` runs `exec --shard auto` per array task against
 //! Garage. Every object is copied exactly once (source GETs counted at a proxy), `status` says
-//! done, and a task requeued mid-run with its local state gone finishes without copying again
-//! what it had verified. The Kubernetes manifest is parsed and checked here too.
+//! done, and a task requeued mid-run (by `scontrol requeue`, or after `scancel` killed its
+//! moverctl) with its local state gone finishes without copying again what it had verified. The Kubernetes manifest is parsed and checked here too.
 
 use super::faults::proxy::Proxy;
 use super::{proxy_remote_toml, remotes, remotes_toml, servers, unique};
@@ -297,7 +297,42 @@ fn a_slurm_array_copies_every_object_exactly_once() {
 
 #[test]
 fn a_requeued_task_with_its_state_gone_copies_nothing_it_had_verified() {
-    let Some(m) = prepare("slurm-requeue", corpus(24, 256 << 10), 2) else {
+    // `scontrol requeue`: what Slurm does to a running task whose node fails or that is
+    // preempted (killed, then queued again).
+    requeued_mid_run("slurm-requeue", None, |job| {
+        let o = std::process::Command::new("scontrol")
+            .args(["requeue", &format!("{job}_0")])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    });
+}
+
+/// The case: one array task's moverctl killed mid-run with `scancel` (SIGKILL to its job
+/// step, as the OOM killer would); the array script requeues the task (exit 137), which starts
+/// again with its local state gone.
+#[test]
+fn a_task_killed_with_scancel_is_requeued_and_copies_nothing_it_had_verified() {
+    requeued_mid_run("slurm-scancel", Some("shard 0 exit 137"), |job| {
+        let raw = std::process::Command::new("squeue")
+            .args(["-h", "-j", &format!("{job}_0"), "-o", "%A"])
+            .output()
+            .unwrap();
+        let raw = String::from_utf8_lossy(&raw.stdout).trim().to_string();
+        assert!(!raw.is_empty(), "task 0 of {job} is not running");
+        let o = std::process::Command::new("scancel")
+            .args(["--signal=KILL", &format!("{raw}.0")])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    });
+}
+
+/// Runs a 2-task array slowly, waits for shard 0's first batch of progress records, calls
+/// `kill` with the job id, and proves the task ran again from a fresh state folder, finished,
+/// and read none of the objects it had recorded as verified again.
+fn requeued_mid_run(name: &str, said: Option<&str>, kill: impl FnOnce(&str)) {
+    let Some(m) = prepare(name, corpus(24, 256 << 10), 2) else {
         return;
     };
     // Slow enough (256 KiB/s per shard, ~3 MiB each) to be caught mid-run, after its first
@@ -351,11 +386,7 @@ fn a_requeued_task_with_its_state_gone_copies_nothing_it_had_verified() {
         verified.len() < 12,
         "the shard finished before it was requeued"
     );
-    let o = std::process::Command::new("scontrol")
-        .args(["requeue", &format!("{}_0", job.0)])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    kill(&job.0);
     // scripts/slurm.sh sets cred_expire=10: the requeued task may start again after 10 s.
     wait(child, "the requeued array");
     let out = &m.outputs(2)[0];
@@ -365,6 +396,9 @@ fn a_requeued_task_with_its_state_gone_copies_nothing_it_had_verified() {
     );
     assert!(out.contains("shard 0 exit 0"), "{out}");
     assert!(out.contains("verified objects taken from"), "{out}");
+    if let Some(said) = said {
+        assert!(out.contains(said), "{out}");
+    }
     // Objects verified before the requeue were read once (never copied again); every other one
     // at least once (an object in flight at the kill may be read twice).
     let gets = m.gets();
