@@ -2,32 +2,63 @@
 # Predicted against measured: does `moverctl plan`, after `moverctl probe` of the source and the
 # destination, predict how long `moverctl exec` of the same plan takes?
 #
-# On the project's Garage test server (127.0.0.1, S3 -> S3, bucket moverctl-a -> moverctl-b):
+# On a Garage S3 server on 127.0.0.1 (S3 -> S3, bucket moverctl-a -> moverctl-b):
 #   small  2,000 x 16 KiB
 #   large  4 x 256 MiB
-# Steps: build (release), upload each corpus to the source once (not timed), probe the source
-# and the destination (saved in a private state folder), `plan --save` each corpus with
-# `--concurrency` equal to exec's `--transfers`, then `exec` the plan RUNS times into a fresh
-# destination prefix (removed after each run) and time it. Prints predicted, the median measured
-# and their ratio, with the bound the plan named; exits 1 when a ratio is outside +-25 %.
+# Steps: build (release), upload each corpus to the source once (not timed); then for each
+# corpus: probe the source and the destination (saved in a private state folder; the
+# throughput phase with objects of exec's part size, --size 64MiB), `plan --save` with
+# `--concurrency` equal to exec's `--transfers`, and `exec` the plan RUNS times into a fresh
+# destination prefix (removed after each run), timed, with the load average before each run.
+# Prints predicted, the median measured and their ratio, with the bound the plan named; exits 1
+# when a ratio is outside +-25 %.
 #
-#   bench/calibration.sh                 # RUNS=3, the release build
+#   bench/calibration.sh                 # RUNS=3, the release build, a private LMDB Garage
 #   RUNS=1 PROFILE=debug bench/calibration.sh
-#   ENV_SH=path/to/env.sh bench/calibration.sh   # test servers' env (default target/test-servers/env.sh)
+#   GARAGE=shared bench/calibration.sh   # the test servers instead (their env file:
+#                                        # ENV_SH, default $MOVERCTL_SERVERS_DIR/env.sh)
 #
-# Everything it writes on Garage is under calib-<stamp>/ in both buckets and removed at the end
-# (rclone purge); local files go to target/calibration/<stamp>/.
+# GARAGE=own (the default) starts a single-node Garage with LMDB (Garage's default engine; the
+# test servers use sqlite) on 127.0.0.1:$CALIB_S3_PORT (default 3960; RPC +1, admin +3) with its
+# data under target/calibration/garage, and stops it (its recorded PID only) at the end; it never
+# touches the shared test servers. Everything written on Garage is under calib-<stamp>/ in both
+# buckets and removed at the end (rclone purge); local files go to target/calibration/<stamp>/.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-3}
 PROFILE=${PROFILE:-release}
 TRANSFERS=${TRANSFERS:-32}
-ENV_SH=${ENV_SH:-$ROOT/target/test-servers/env.sh}
-if [[ ! -f $ENV_SH ]]; then
-  echo "calibration: no test-server environment at $ENV_SH (scripts/servers.sh start writes it; or set ENV_SH)" >&2
-  exit 2
-fi
+PROBE_SIZE=${PROBE_SIZE:-64MiB}
+GARAGE=${GARAGE:-own}
+CALIB_S3_PORT=${CALIB_S3_PORT:-3960}
+OWN_DIR=$ROOT/target/calibration/garage
+STARTED_GARAGE=0
+log() { echo "calibration: $*" >&2; }
+case $GARAGE in
+  own)
+    if [[ -f $OWN_DIR/garage.pid ]] && kill -0 "$(cat "$OWN_DIR/garage.pid")" 2>/dev/null; then
+      log "reusing the private Garage already running in $OWN_DIR"
+    else
+      STARTED_GARAGE=1
+    fi
+    ENV_SH=$("$ROOT/bench/lib/own-garage.sh" start "$OWN_DIR" "$CALIB_S3_PORT") || {
+      if ((STARTED_GARAGE)); then "$ROOT/bench/lib/own-garage.sh" stop "$OWN_DIR"; fi
+      exit 2
+    }
+    ;;
+  shared)
+    ENV_SH=${ENV_SH:-${MOVERCTL_SERVERS_DIR:-$ROOT/target/test-servers}/env.sh}
+    if [[ ! -f $ENV_SH ]]; then
+      echo "calibration: no test-server environment at $ENV_SH (scripts/servers.sh start writes it; or set ENV_SH or MOVERCTL_SERVERS_DIR)" >&2
+      exit 2
+    fi
+    ;;
+  *)
+    echo "calibration: GARAGE must be own or shared" >&2
+    exit 2
+    ;;
+esac
 # shellcheck disable=SC1090
 source "$ENV_SH"
 
@@ -35,12 +66,11 @@ STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 W=$ROOT/target/calibration/$STAMP
 mkdir -p "$W"
 export MOVERCTL_STATE_DIR=$W/state
-log() { echo "calibration: $*" >&2; }
 
 if [[ $PROFILE == release ]]; then
-  (cd "$ROOT" && cargo build --release --locked -q)
+  (cd "$ROOT" && cargo build --release --locked -q -j "${CARGO_JOBS:-2}")
 else
-  (cd "$ROOT" && cargo build --locked -q)
+  (cd "$ROOT" && cargo build --locked -q -j "${CARGO_JOBS:-2}")
 fi
 M=$ROOT/target/$PROFILE/moverctl
 
@@ -71,6 +101,7 @@ purge() { env -u AWS_CA_BUNDLE rclone purge "cg:$1" >/dev/null 2>&1 || true; }
 cleanup() {
   purge "$SRC_BUCKET/$PREFIX"
   purge "$DST_BUCKET/$PREFIX"
+  if ((STARTED_GARAGE)); then "$ROOT/bench/lib/own-garage.sh" stop "$OWN_DIR" || true; fi
 }
 trap cleanup EXIT
 
@@ -83,16 +114,16 @@ for c in small large; do
     --journal "$W/upload-$c.journal" >/dev/null 2>"$W/upload-$c.err"
 done
 
-log "probing source and destination"
-"$M" --config "$REMOTES" probe "csrc:$SRC_BUCKET/$PREFIX/" >"$W/probe-src.txt"
-"$M" --config "$REMOTES" probe "cdst:$DST_BUCKET/$PREFIX/" >"$W/probe-dst.txt"
-grep -E "request rate|engine CPU|streams" "$W/probe-src.txt" "$W/probe-dst.txt" >&2 || true
-
 median() { python3 -c 'import statistics,sys; print(f"{statistics.median(float(x) for x in sys.argv[1:]):.3f}")' "$@"; }
 
 fail=0
-printf '%-7s %-22s %10s %10s %7s  %s\n' corpus objects predicted measured ratio "bound (runs)"
+load() { cut -d' ' -f1 /proc/loadavg; }
+rows=()
 for c in small large; do
+  log "$c: probing source and destination (load $(load))"
+  "$M" --config "$REMOTES" probe "csrc:$SRC_BUCKET/$PREFIX/" --size "$PROBE_SIZE" >"$W/probe-src-$c.txt"
+  "$M" --config "$REMOTES" probe "cdst:$DST_BUCKET/$PREFIX/" --size "$PROBE_SIZE" >"$W/probe-dst-$c.txt"
+  grep -hE "request rate|engine CPU|streams" "$W/probe-src-$c.txt" "$W/probe-dst-$c.txt" >&2 || true
   "$M" --config "$REMOTES" plan --from onprem --to onprem \
     --src "csrc:$SRC_BUCKET/$PREFIX/$c/" --dst "cdst:$DST_BUCKET/$PREFIX/run/$c/" \
     --concurrency "$TRANSFERS" --save "calib-$c" --plans-dir "$W/plans" --json \
@@ -101,9 +132,10 @@ for c in small large; do
 import json,sys
 v=json.load(open(sys.argv[1])); c=v["candidates"][0]
 print(c["time"]["seconds"], c["time"]["bound"].replace(" ","_"), v["corpus"]["objects"], v["corpus"]["bytes"])' "$W/plan-$c.json")
-  times=()
+  times=() loads=()
   for i in $(seq 1 "$RUNS"); do
     dst="cdst:$DST_BUCKET/$PREFIX/run-$i/$c/"
+    loads+=("$(load)")
     t0=$(date +%s.%N)
     "$M" --config "$REMOTES" exec "$W/plans/calib-$c.toml" --dst "$dst" \
       --transfers "$TRANSFERS" --journal "$W/exec-$c-$i.journal" --stats 0 \
@@ -114,8 +146,11 @@ print(c["time"]["seconds"], c["time"]["bound"].replace(" ","_"), v["corpus"]["ob
   done
   measured=$(median "${times[@]}")
   ratio=$(python3 -c "print(f'{float(\"$predicted\")/float(\"$measured\"):.2f}')")
-  printf '%-7s %-22s %9.2fs %9.2fs %7s  %s (%s)\n' "$c" "$objects ($bytes B)" "$predicted" "$measured" "$ratio" "${bound//_/ }" "${times[*]}"
+  rows+=("$(printf '%-7s %-22s %9.2fs %9.2fs %7s  %s (runs %s; load %s)' "$c" "$objects ($bytes B)" "$predicted" "$measured" "$ratio" "${bound//_/ }" "${times[*]}" "${loads[*]}")")
   if python3 -c "import sys; r=float('$ratio'); sys.exit(0 if 0.75<=r<=1.25 else 1)"; then :; else fail=1; fi
 done
+printf '%-7s %-22s %10s %10s %7s  %s\n' corpus objects predicted measured ratio "bound (runs; load average before each)"
+printf '%s\n' "${rows[@]}"
+echo "server: Garage $("${MOVERCTL_TOOLS:-$HOME/.cache/moverctl/tools}/bin/garage" --version 2>/dev/null | head -1 | cut -d' ' -f2 || true) ($GARAGE, $MOVERCTL_TEST_S3_ENDPOINT); probe --size $PROBE_SIZE; exec --transfers $TRANSFERS"
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); moverctl $(cd "$ROOT" && git rev-parse --short HEAD); files in $W"
 exit $fail

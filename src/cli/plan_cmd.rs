@@ -540,6 +540,7 @@ fn measured_of(
         source_get_bytes_per_second: dec_of(s.and_then(|r| r.multi_stream_get_bytes_per_sec)),
         destination_put_bytes_per_second: dec_of(d.and_then(|r| r.multi_stream_bytes_per_sec)),
         cpu_seconds_per_gib: dec_of(cpu.as_ref().and_then(|c| c.copy_seconds_per_gib)),
+        hash_cpu_seconds_per_gib: dec_of(cpu.as_ref().and_then(|c| c.hash_copy_seconds_per_gib)),
         cores: cpu.map_or(1, |c| c.cores.max(1) as u32),
         shared_host: s.is_some_and(|r| r.on_this_machine) && d.is_some_and(|r| r.on_this_machine),
     })

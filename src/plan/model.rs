@@ -92,11 +92,15 @@ pub struct Measured {
     pub destination_put_bytes_per_second: Option<Decimal>,
     /// The engine's CPU seconds per GiB copied (read, hash, write) on this machine.
     pub cpu_seconds_per_gib: Option<Decimal>,
+    /// The part of it spent hashing (MD5 + CRC64) and copying the bytes in memory: work the
+    /// probe's request-rate and throughput measurements did not include (they only send and
+    /// receive).
+    pub hash_cpu_seconds_per_gib: Option<Decimal>,
     /// Cores the engine can use.
     pub cores: u32,
     /// Both ends are served from this machine (loopback endpoints or local folders): serving the
-    /// GETs and taking the PUTs compete for the same cores, so their seconds add up instead of
-    /// overlapping.
+    /// GETs, taking the PUTs and the engine's own hashing compete for the same cores, so their
+    /// seconds add up instead of overlapping.
     pub shared_host: bool,
 }
 
@@ -243,6 +247,10 @@ pub struct Time {
     pub server_request_seconds: Decimal,
     pub server_throughput_seconds: Decimal,
     pub client_cpu_seconds: Decimal,
+    /// With both ends on this machine (`Measured::shared_host`): the engine's hashing and copying
+    /// CPU over the cores, which takes cores from the servers; included in
+    /// `server_request_seconds` and `server_throughput_seconds` (zero otherwise).
+    pub shared_hashing_seconds: Decimal,
 }
 
 /// Request counts by end and billing class.
@@ -868,9 +876,9 @@ fn transfer_time(src: &Place, dst: &Place, corpus: &Corpus, c: &Counts, a: &Assu
         (Bound::Requests, request_seconds),
         (Bound::RateLimit, rate_limit_seconds),
         (Bound::Listing, listing_seconds),
-        (Bound::ServerRequestRate, m.0),
-        (Bound::ServerThroughput, m.1),
-        (Bound::ClientCpu, m.2),
+        (Bound::ServerRequestRate, m.requests),
+        (Bound::ServerThroughput, m.throughput),
+        (Bound::ClientCpu, m.cpu),
     ]);
     let mut restore_seconds = Decimal::ZERO;
     for b in &corpus.buckets {
@@ -893,9 +901,10 @@ fn transfer_time(src: &Place, dst: &Place, corpus: &Corpus, c: &Counts, a: &Assu
         listing_seconds,
         restore_seconds,
         effective_bandwidth,
-        server_request_seconds: m.0,
-        server_throughput_seconds: m.1,
-        client_cpu_seconds: m.2,
+        server_request_seconds: m.requests,
+        server_throughput_seconds: m.throughput,
+        client_cpu_seconds: m.cpu,
+        shared_hashing_seconds: m.shared_hashing,
     }
 }
 
@@ -910,18 +919,30 @@ pub fn binding(bounds: &[(Bound, Decimal)]) -> (Bound, Decimal) {
     best
 }
 
-/// Seconds of the measured bounds: (server request rate, server throughput, client CPU).
-/// Request rate: the source's GETs (and part-1 HEADs) over its GET rate, the destination's PUTs
-/// (parts and completes included) over its PUT rate, the slower end binding. Throughput: the
-/// bytes over the slower end's aggregate rate. When both ends share this machine's cores
-/// (`shared_host`), the two ends' seconds add instead. CPU: GiB × CPU seconds per GiB / cores.
-pub fn measured_seconds(
-    corpus: &Corpus,
-    c: &Counts,
-    m: Option<&Measured>,
-) -> (Decimal, Decimal, Decimal) {
+/// Seconds of the measured bounds (all zero without a probe).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MeasuredSeconds {
+    /// Server request rate: the source's GETs (and part-1 HEADs) over its GET rate, the
+    /// destination's PUTs (parts and completes included) over its PUT rate.
+    pub requests: Decimal,
+    /// Server throughput: the bytes over the source's aggregate GET and the destination's
+    /// aggregate PUT throughput.
+    pub throughput: Decimal,
+    /// Client CPU: GiB × the engine's CPU seconds per GiB / cores.
+    pub cpu: Decimal,
+    /// On a shared host: GiB × the engine's hashing-and-copying CPU seconds per GiB / cores,
+    /// included in `requests` and `throughput`.
+    pub shared_hashing: Decimal,
+}
+
+/// The measured bounds' seconds. Between machines the slower end binds each server bound. When
+/// both ends share this machine's cores (`shared_host`) everything the run does is work on the
+/// same cores, so the seconds add: the source's and the destination's (each measured by the
+/// probe with the client only sending or receiving), plus what the engine does that the probe's
+/// transfers did not — hashing every byte (MD5 + CRC64) and copying it — spread over the cores.
+pub fn measured_seconds(corpus: &Corpus, c: &Counts, m: Option<&Measured>) -> MeasuredSeconds {
     let Some(m) = m else {
-        return (Decimal::ZERO, Decimal::ZERO, Decimal::ZERO);
+        return MeasuredSeconds::default();
     };
     let per = |n: u64, rate: Option<Decimal>| match rate {
         Some(r) if r > Decimal::ZERO => Decimal::from(n) / r,
@@ -938,18 +959,29 @@ pub fn measured_seconds(
         through(m.source_get_bytes_per_second),
         through(m.destination_put_bytes_per_second),
     );
-    let (requests, throughput) = if m.shared_host {
-        (gets + puts, read + write)
-    } else {
-        (gets.max(puts), read.max(write))
-    };
-    let cpu = match m.cpu_seconds_per_gib {
+    let over_cores = |per_gib: Option<Decimal>| match per_gib {
         Some(s) if s > Decimal::ZERO => {
             bytes / Decimal::from(1u64 << 30) * s / Decimal::from(m.cores.max(1))
         }
         _ => Decimal::ZERO,
     };
-    (requests, throughput, cpu)
+    let cpu = over_cores(m.cpu_seconds_per_gib);
+    if m.shared_host {
+        let hashing = over_cores(m.hash_cpu_seconds_per_gib);
+        MeasuredSeconds {
+            requests: gets + puts + hashing,
+            throughput: read + write + hashing,
+            cpu,
+            shared_hashing: hashing,
+        }
+    } else {
+        MeasuredSeconds {
+            requests: gets.max(puts),
+            throughput: read.max(write),
+            cpu,
+            shared_hashing: Decimal::ZERO,
+        }
+    }
 }
 
 /// Rank candidates: cheapest total first, then fastest, then by name.
@@ -987,6 +1019,7 @@ mod tests {
             source_get_bytes_per_second: Some(Decimal::from(400_000_000u64)),
             destination_put_bytes_per_second: Some(Decimal::from(200_000_000u64)),
             cpu_seconds_per_gib: Some(Decimal::from(3)),
+            hash_cpu_seconds_per_gib: Some(Decimal::from(2)),
             cores: 2,
             shared_host: false,
         }
@@ -1003,7 +1036,13 @@ mod tests {
             destination_put: 2_000,
             ..Counts::default()
         };
-        let (req, thr, cpu) = measured_seconds(&c, &counts, Some(&probed()));
+        let MeasuredSeconds {
+            requests: req,
+            throughput: thr,
+            cpu,
+            shared_hashing,
+        } = measured_seconds(&c, &counts, Some(&probed()));
+        assert_eq!(shared_hashing, Decimal::ZERO, "not a shared host");
         assert_eq!(req, Decimal::from(5));
         assert_eq!(thr, Decimal::new(16384, 5));
         assert_eq!(cpu, Decimal::new(457763671875, 13));
@@ -1030,7 +1069,12 @@ mod tests {
             ..Counts::default()
         };
         let m = probed();
-        let (req, thr, cpu) = measured_seconds(&c, &counts, Some(&m));
+        let MeasuredSeconds {
+            requests: req,
+            throughput: thr,
+            cpu,
+            ..
+        } = measured_seconds(&c, &counts, Some(&m));
         assert_eq!(req, Decimal::new(4, 2));
         assert_eq!(thr, Decimal::new(536870912, 8));
         assert_eq!(cpu, Decimal::new(15, 1));
@@ -1045,7 +1089,12 @@ mod tests {
             cpu_seconds_per_gib: Some(Decimal::from(12)),
             ..m
         };
-        let (req, thr, cpu) = measured_seconds(&c, &counts, Some(&slow));
+        let MeasuredSeconds {
+            requests: req,
+            throughput: thr,
+            cpu,
+            ..
+        } = measured_seconds(&c, &counts, Some(&slow));
         assert_eq!(cpu, Decimal::from(6));
         let (b, s) = binding(&[
             (Bound::ServerRequestRate, req),
@@ -1057,8 +1106,10 @@ mod tests {
 
     #[test]
     fn ends_on_one_machine_add_their_seconds() {
-        // Both servers on this machine's cores: 2,000 GETs / 800 + 2,000 PUTs / 400 = 2.5 + 5
-        // = 7.5 s; 1 GiB / 400 MB/s + 1 GiB / 200 MB/s = 2.68435456 + 5.36870912 = 8.05306368 s.
+        // Both servers and the engine on this machine's cores: 2,000 GETs / 800 + 2,000 PUTs /
+        // 400 = 2.5 + 5 = 7.5 s, plus the engine's hashing of 32,768,000 bytes: / 2^30 GiB × 2 s
+        // / 2 cores = 0.030517578125 s; 1 GiB / 400 MB/s + 1 GiB / 200 MB/s = 2.68435456 +
+        // 5.36870912 = 8.05306368 s, plus hashing 1 GiB × 2 s / 2 cores = 1 s.
         let m = Measured {
             shared_host: true,
             ..probed()
@@ -1068,10 +1119,40 @@ mod tests {
             destination_put: 2_000,
             ..Counts::default()
         };
-        let (req, _, _) = measured_seconds(&corpus(2_000, 16_384), &counts, Some(&m));
-        assert_eq!(req, Decimal::new(75, 1));
-        let (_, thr, _) = measured_seconds(&corpus(4, 256 << 20), &Counts::default(), Some(&m));
-        assert_eq!(thr, Decimal::new(805306368, 8));
+        let small = measured_seconds(&corpus(2_000, 16_384), &counts, Some(&m));
+        assert_eq!(small.shared_hashing, Decimal::new(30517578125, 12));
+        assert_eq!(small.requests, Decimal::new(7530517578125, 12));
+        let large = measured_seconds(&corpus(4, 256 << 20), &Counts::default(), Some(&m));
+        assert_eq!(large.shared_hashing, Decimal::ONE);
+        assert_eq!(large.throughput, Decimal::new(905306368, 8));
+        // The client CPU bound stays its own (3 s per GiB / 2 cores), not added.
+        assert_eq!(large.cpu, Decimal::new(15, 1));
+    }
+
+    #[test]
+    fn hashing_competes_with_the_servers_only_on_a_shared_host() {
+        // Between machines the engine's hashing runs on other cores than the servers' work: the
+        // slower end's 5.36870912 s binds, nothing added; on one machine it is added (1 s), and
+        // without a hashing figure (an older probe) nothing is.
+        let c = corpus(4, 256 << 20);
+        let apart = measured_seconds(&c, &Counts::default(), Some(&probed()));
+        assert_eq!(apart.throughput, Decimal::new(536870912, 8));
+        let shared = Measured {
+            shared_host: true,
+            ..probed()
+        };
+        let together = measured_seconds(&c, &Counts::default(), Some(&shared));
+        assert_eq!(
+            together.throughput - Decimal::new(805306368, 8),
+            Decimal::ONE
+        );
+        let old_probe = Measured {
+            hash_cpu_seconds_per_gib: None,
+            ..shared
+        };
+        let s = measured_seconds(&c, &Counts::default(), Some(&old_probe));
+        assert_eq!(s.throughput, Decimal::new(805306368, 8));
+        assert_eq!(s.shared_hashing, Decimal::ZERO);
     }
 
     #[test]
@@ -1083,13 +1164,13 @@ mod tests {
             ..Counts::default()
         };
         let z = measured_seconds(&c, &counts, None);
-        assert_eq!(z, (Decimal::ZERO, Decimal::ZERO, Decimal::ZERO));
+        assert_eq!(z, MeasuredSeconds::default());
         let (b, s) = binding(&[
             (Bound::Bandwidth, Decimal::new(26, 3)),
             (Bound::Requests, Decimal::new(94, 3)),
-            (Bound::ServerRequestRate, z.0),
-            (Bound::ServerThroughput, z.1),
-            (Bound::ClientCpu, z.2),
+            (Bound::ServerRequestRate, z.requests),
+            (Bound::ServerThroughput, z.throughput),
+            (Bound::ClientCpu, z.cpu),
         ]);
         assert_eq!((b, s), (Bound::Requests, Decimal::new(94, 3)));
     }

@@ -7,7 +7,8 @@
 //! `exit_egress`, `gpu_idle`, `total` — `total` is everything but `storage_per_month` and
 //! `exit_egress`), `time` (`seconds`, `bound`, and the seconds of each bound: `bandwidth`,
 //! `requests` (latency), `rate-limit`, `listing`, and with a saved probe `server request rate`,
-//! `server throughput`, `client CPU`), `requests` (counts),
+//! `server throughput`, `client CPU`; `shared_hashing_seconds`: with both ends on this machine,
+//! the engine's hashing over the cores, included in the two server bounds), `requests` (counts),
 //! `upload` and `warnings` (strings). Each candidate also has `kind` (`move` or `stay`),
 //! `break_even_month` (against staying; null when never within the horizon, for "stay" itself, or
 //! without `--compute-at`), `horizon` (`one_time`, `monthly`, and `cumulative`: the cost at the end
@@ -17,7 +18,7 @@
 //! `reads_per_month` (null without `--compute-at`), and `measured` (null without a probe): the
 //! probed bounds applied (`source_get_per_second`, `destination_put_per_second`,
 //! `source_get_bytes_per_second`, `destination_put_bytes_per_second`, `cpu_seconds_per_gib`,
-//! `cores`, `shared_host`). `restore` (null unless `--restore-tier` applies to
+//! `hash_cpu_seconds_per_gib`, `cores`, `shared_host`). `restore` (null unless `--restore-tier` applies to
 //! archive objects): `tier`, `auto`, `why`, `chosen` and `options` (`tier`, `fees`, `hours`,
 //! `hours_assumed`, `gpu_idle`, `total`).
 
@@ -109,6 +110,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                     "server_request_seconds": dec(c.time.server_request_seconds),
                     "server_throughput_seconds": dec(c.time.server_throughput_seconds),
                     "client_cpu_seconds": dec(c.time.client_cpu_seconds),
+                    "shared_hashing_seconds": dec(c.time.shared_hashing_seconds),
                     "effective_bandwidth_bytes_per_second": dec(c.time.effective_bandwidth),
                 },
                 "requests": {
@@ -160,6 +162,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                 "source_get_bytes_per_second": m.source_get_bytes_per_second.map(dec),
                 "destination_put_bytes_per_second": m.destination_put_bytes_per_second.map(dec),
                 "cpu_seconds_per_gib": m.cpu_seconds_per_gib.map(dec),
+                "hash_cpu_seconds_per_gib": m.hash_cpu_seconds_per_gib.map(dec),
                 "cores": m.cores,
                 "shared_host": m.shared_host,
             })),

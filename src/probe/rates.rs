@@ -6,7 +6,8 @@
 //!   records objects/s for each direction. The rate stops rising where the server (or the client's
 //!   cores) saturate; the planner takes the best rate measured at or below a run's concurrency.
 //! - Engine CPU per GiB: CPU seconds of this thread to hash 64 MiB with the executor's own
-//!   [`crate::checksum::Hasher`] (CRC64/NVME + MD5) and copy it once, scaled to a GiB; plus the
+//!   [`crate::checksum::Hasher`] (CRC64/NVME + MD5) and copy it once into a buffer already in
+//!   memory (the least of three passes), scaled to a GiB; plus the
 //!   process's CPU seconds per GiB spent in the parallel-stream PUTs and GETs (HTTP client,
 //!   kernel sockets), measured around [`super::checks`]' throughput phase. Both are kept, and the
 //!   cores this machine offers.
@@ -61,21 +62,33 @@ fn cpu_clock(clock: libc::clockid_t) -> Option<f64> {
     (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
 }
 
-/// CPU seconds per GiB for the executor's hashing and one copy of the bytes, on this thread.
+/// CPU seconds per GiB for the executor's hashing and one copy of the bytes, on this thread: the
+/// least of `HASH_ROUNDS` passes over 64 MiB. The copy goes into a buffer touched before the
+/// clock starts (the engine's buffers are reused memory; first-touch page faults in a fresh
+/// 64 MiB buffer cost about as much again under load), and the least pass is kept because other
+/// processes on the cores (cache misses, a sibling hyperthread) only ever add to it.
 pub fn hash_copy_seconds_per_gib() -> Option<f64> {
     const LEN: usize = 64 << 20;
+    const HASH_ROUNDS: usize = 3;
     let data = super::checks::test_bytes(0x5eed, LEN);
-    let start = thread_cpu_seconds()?;
-    let mut h = crate::checksum::Hasher::new(true);
-    let mut copy = Vec::with_capacity(LEN);
-    for chunk in data.chunks(1 << 20) {
-        h.update(chunk);
-        copy.extend_from_slice(chunk);
+    let mut copy = vec![0u8; LEN];
+    std::hint::black_box(&mut copy);
+    let mut best: Option<f64> = None;
+    for _ in 0..HASH_ROUNDS {
+        let start = thread_cpu_seconds()?;
+        let mut h = crate::checksum::Hasher::new(true);
+        for (chunk, to) in data.chunks(1 << 20).zip(copy.chunks_mut(1 << 20)) {
+            h.update(chunk);
+            to.copy_from_slice(chunk);
+        }
+        std::hint::black_box(h.finish());
+        std::hint::black_box(&copy);
+        let spent = thread_cpu_seconds()? - start;
+        if spent > 0.0 {
+            best = Some(best.map_or(spent, |b: f64| b.min(spent)));
+        }
     }
-    std::hint::black_box(h.finish());
-    std::hint::black_box(&copy);
-    let spent = thread_cpu_seconds()? - start;
-    (spent > 0.0).then(|| round4(spent * (1u64 << 30) as f64 / LEN as f64))
+    best.map(|s| round4(s * (1u64 << 30) as f64 / LEN as f64))
 }
 
 pub(crate) fn round4(x: f64) -> f64 {
