@@ -2,7 +2,9 @@
 # Predicted against measured: does `moverctl plan`, after `moverctl probe` of the source and the
 # destination, predict how long `moverctl exec` of the same plan takes?
 #
-# On a Garage S3 server on 127.0.0.1 (S3 -> S3, bucket moverctl-a -> moverctl-b):
+# On a Garage S3 server on 127.0.0.1 (S3 -> S3, bucket moverctl-a -> moverctl-b), streamed:
+# plan and exec run with --no-server-side (two buckets of one Garage would otherwise be copied on
+# the server, which this model does not time):
 #   small  2,000 x 16 KiB
 #   large  4 x 256 MiB
 # Steps: build (release), upload each corpus to the source once (not timed); then for each
@@ -126,7 +128,7 @@ for c in small large; do
   grep -hE "request rate|engine CPU|streams" "$W/probe-src-$c.txt" "$W/probe-dst-$c.txt" >&2 || true
   "$M" --config "$REMOTES" plan --from onprem --to onprem \
     --src "csrc:$SRC_BUCKET/$PREFIX/$c/" --dst "cdst:$DST_BUCKET/$PREFIX/run/$c/" \
-    --concurrency "$TRANSFERS" --save "calib-$c" --plans-dir "$W/plans" --json \
+    --concurrency "$TRANSFERS" --save "calib-$c" --plans-dir "$W/plans" --json --no-server-side \
     >"$W/plan-$c.json" 2>"$W/plan-$c.err"
   read -r predicted bound objects bytes < <(python3 -c '
 import json,sys
@@ -138,7 +140,7 @@ print(c["time"]["seconds"], c["time"]["bound"].replace(" ","_"), v["corpus"]["ob
     loads+=("$(load)")
     t0=$(date +%s.%N)
     "$M" --config "$REMOTES" exec "$W/plans/calib-$c.toml" --dst "$dst" \
-      --transfers "$TRANSFERS" --journal "$W/exec-$c-$i.journal" --stats 0 \
+      --transfers "$TRANSFERS" --journal "$W/exec-$c-$i.journal" --stats 0 --no-server-side \
       >"$W/exec-$c-$i.out" 2>"$W/exec-$c-$i.err"
     t1=$(date +%s.%N)
     times+=("$(python3 -c "print(f'{$t1-$t0:.3f}')")")
