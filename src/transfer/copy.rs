@@ -434,6 +434,25 @@ pub(super) async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claim
     Ok(c)
 }
 
+/// An S3 answer to one of moverctl's own (presigned) requests as a copy error: the last HTTP
+/// status stays a value ([`crate::store::error::HttpStatus`]) so that it is classified without
+/// reading text.
+pub(super) fn s3_answer_error(what: &'static str, msg: String, status: Option<u16>) -> CopyError {
+    CopyError::Store {
+        what,
+        source: object_store::Error::Generic {
+            store: "S3",
+            source: match status {
+                Some(status) => Box::new(crate::store::error::HttpStatus {
+                    status,
+                    message: msg,
+                }),
+                None => msg.into(),
+            },
+        },
+    }
+}
+
 /// A HEAD object_store cannot make: presigned, with checksum mode (S3 returns stored checksums
 /// only when asked) and optionally one part (`partNumber`). Pinned to the listed ETag.
 ///
@@ -473,19 +492,7 @@ async fn raw_head(
         "reading the source's digests (HEAD)"
     };
     // The last status answered stays a value (see store::error), not only text.
-    let generic = |msg: String, status: Option<u16>| CopyError::Store {
-        what,
-        source: object_store::Error::Generic {
-            store: "S3",
-            source: match status {
-                Some(status) => Box::new(crate::store::error::HttpStatus {
-                    status,
-                    message: msg,
-                }),
-                None => msg.into(),
-            },
-        },
-    };
+    let generic = |msg: String, status: Option<u16>| s3_answer_error(what, msg, status);
     let mut last_status: Option<u16>;
     let mut backoff = Backoff::with_window(ctx.src.retry_window);
     loop {

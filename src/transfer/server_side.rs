@@ -509,19 +509,7 @@ async fn send(
     for (k, v) in &headers {
         opts = opts.with_signed_header(k.clone(), v.clone());
     }
-    let generic = |msg: String, status: Option<u16>| CopyError::Store {
-        what,
-        source: object_store::Error::Generic {
-            store: "S3",
-            source: match status {
-                Some(status) => Box::new(crate::store::error::HttpStatus {
-                    status,
-                    message: msg,
-                }),
-                None => msg.into(),
-            },
-        },
-    };
+    let generic = |msg: String, status: Option<u16>| copy::s3_answer_error(what, msg, status);
     let mut backoff = Backoff::with_window(ctx.dst.retry_window);
     loop {
         let url = req

@@ -86,12 +86,7 @@ impl Setup {
         let o = tokio::task::spawn_blocking(move || c.output().unwrap())
             .await
             .unwrap();
-        let last = String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .rfind(|l| l.contains("\"summary\""))
-            .map(str::to_string)
-            .unwrap_or_default();
-        let v = serde_json::from_str(&last).unwrap_or(Value::Null);
+        let v = summary(&o);
         (o, v)
     }
 
@@ -114,6 +109,15 @@ impl Setup {
         }
         (gets, body)
     }
+}
+
+/// The `--json` summary line of a run (Null when it printed none).
+fn summary(o: &std::process::Output) -> Value {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .rfind(|l| l.contains("\"summary\""))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or(Value::Null)
 }
 
 fn verified(v: &Value, label: &str) -> u64 {
@@ -317,12 +321,7 @@ async fn two_services_stream() {
         .output()
         .unwrap();
     expect(&o, 0);
-    let last = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .rfind(|l| l.contains("\"summary\""))
-        .map(str::to_string)
-        .unwrap();
-    let v: Value = serde_json::from_str(&last).unwrap();
+    let v = summary(&o);
     assert_eq!(v["server_side"]["objects"], 0, "{v}");
     assert_eq!(
         v["bytes_read"].as_u64(),
