@@ -223,7 +223,8 @@ pub(super) fn summary_text(
     out.push_str(&format!(
         "time: {} at {}/s{}{}\n",
         fmt_duration(Decimal::from_f64_retain(secs).unwrap_or_default()),
-        fmt_bytes((r.written_bytes as f64 / secs) as u64),
+        // Bytes the destination service copied itself count too (they passed no socket here).
+        fmt_bytes(((r.written_bytes + r.server_side_bytes) as f64 / secs) as u64),
         if r.retries > 0 {
             format!("; {} retries", r.retries)
         } else {

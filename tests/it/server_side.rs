@@ -207,6 +207,12 @@ async fn one_service_copies_on_the_server_and_proves_every_object() {
         "{}",
         text(&o)
     );
+    // The rate counts the bytes the service copied.
+    assert!(
+        text(&o).contains("time: ") && !text(&o).contains(" at 0 B/s"),
+        "{}",
+        text(&o)
+    );
     // A second run finds everything there.
     let (o, v) = t.copy(&dst, &[]).await;
     expect(&o, 0);
