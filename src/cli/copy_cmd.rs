@@ -57,8 +57,10 @@ pub struct EngineArgs {
     /// Attempts after the first for an object that failed.
     #[arg(long, default_value_t = 3)]
     pub retries: u32,
-    /// auto: ETags, stored digests and HEAD; readback: also read every object back and compare;
-    /// strict: as auto, and fail objects whose cloud source states no digest at all.
+    /// auto: ETags, stored digests and HEAD (CRC64 alone where both ends keep one); strict: as
+    /// auto, and fail objects whose cloud source states no digest at all; md5: as auto, but MD5
+    /// wherever a store offers one (no checksum-only path); readback: also read every object
+    /// back and compare.
     #[arg(long, default_value = "auto")]
     pub verify: String,
     /// Show what would be copied and skipped, and why; change nothing.
@@ -324,9 +326,10 @@ pub(super) fn resolve(
         "auto" => Verify::Auto,
         "readback" => Verify::Readback,
         "strict" => Verify::Strict,
+        "md5" => Verify::Md5,
         o => {
             return Err(usage(format!(
-                "--verify {o:?}: use auto, readback or strict"
+                "--verify {o:?}: use auto, strict, md5 or readback"
             )));
         }
     };

@@ -58,9 +58,38 @@ pub fn refine_caps(catalog: &Catalog, store: &mut Store) {
     let group = provider
         .map(|p| p.file.id.clone())
         .unwrap_or_else(|| store.kind.as_str().to_string());
-    if let Some(r) = crate::probe::saved::for_location(&group, &store.shown()) {
-        apply_probe(&mut store.caps, &r);
+    let saved = crate::probe::saved::for_location(&group, &store.shown());
+    if let Some(r) = &saved {
+        apply_probe(&mut store.caps, r);
     }
+    let catalog_crc = provider.map(|p| {
+        (
+            format!("catalog {}", p.file.id),
+            p.file
+                .limits
+                .checksum_headers
+                .iter()
+                .any(|h| h == "crc64nvme"),
+        )
+    });
+    let probe_crc = saved.as_ref().and_then(|r| {
+        probe_crc64(r).map(|v| (format!("probe of {} ({})", r.location, r.timestamp), v))
+    });
+    let (cat_by, cat) = catalog_crc.unwrap_or_else(|| ("no catalog entry".into(), false));
+    let kind = store.kind;
+    store.caps.grant_crc64(
+        kind,
+        (&cat_by, cat),
+        probe_crc.as_ref().map(|(by, v)| (by.as_str(), *v)),
+    );
+}
+
+/// What a probe measured of `x-amz-checksum-crc64nvme`: a wrong value refused and the right one
+/// stored (true), either not (false), or not measured (None).
+fn probe_crc64(r: &ProbeReport) -> Option<bool> {
+    let checked = status(r.status("checksum_crc64nvme_checked"))?;
+    let stored = status(r.status("checksum_crc64nvme_stored"))?;
+    Some(checked && stored)
 }
 
 /// What a catalog entry's `checksum_headers` says of `Content-MD5`: None when it lists nothing.

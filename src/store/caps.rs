@@ -29,6 +29,13 @@ pub struct Capabilities {
     pub answers_received_md5: bool,
     /// Each uploaded block's answer states its MD5 (Azure Put Block).
     pub answers_block_md5: bool,
+    /// Writes can carry `x-amz-checksum-crc64nvme` (per part, for a full-object checksum of a
+    /// multipart upload); the store refuses a body that does not match it and keeps the
+    /// full-object value (HEAD with checksum mode shows it). No kind is trusted with this by
+    /// default: only the catalog (`checksum_headers` lists `crc64nvme`) or a saved probe that
+    /// saw a wrong value refused and the right one stored grants it ([`Capabilities::grant_crc64`]).
+    /// Where it holds, copies are verified by CRC64 on both ends and no MD5 is computed.
+    pub checks_crc64nvme: bool,
     /// The store keeps a CRC32C of every object and shows it on HEAD (GCS): the only digest of
     /// an object assembled from multipart parts there.
     pub keeps_crc32c: bool,
@@ -53,6 +60,7 @@ impl Capabilities {
             answers_received_md5: matches!(kind, Kind::Azure | Kind::Gcs),
             answers_block_md5: kind == Kind::Azure,
             keeps_crc32c: kind == Kind::Gcs,
+            checks_crc64nvme: false,
             keeps_metadata: kind != Kind::Local,
             metadata_on_multipart: kind != Kind::Azure,
             notes: Vec::new(),
@@ -92,6 +100,33 @@ impl Capabilities {
     }
 }
 
+impl Capabilities {
+    /// Grants or withdraws [`Capabilities::checks_crc64nvme`] on an S3 store: `catalog` is
+    /// whether the provider's catalog entry lists `crc64nvme` among the checksum headers it
+    /// takes, `probe` what a saved probe measured (a wrong value refused and the right one
+    /// stored: true; either not: false). A probe that saw it fail withdraws what the catalog
+    /// grants; one that saw it work grants it where the catalog is silent.
+    pub fn grant_crc64(&mut self, kind: Kind, catalog: (&str, bool), probe: Option<(&str, bool)>) {
+        if kind != Kind::S3 {
+            return;
+        }
+        let (granted, by) = match probe {
+            Some((by, v)) => (v, by),
+            None => (catalog.1, catalog.0),
+        };
+        if granted && !self.checks_crc64nvme {
+            self.notes.push(format!(
+                "{by}: x-amz-checksum-crc64nvme is checked on arrival and stored"
+            ));
+        } else if !granted && self.checks_crc64nvme {
+            self.notes.push(format!(
+                "{by}: x-amz-checksum-crc64nvme is not checked or not stored"
+            ));
+        }
+        self.checks_crc64nvme = granted;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +144,24 @@ mod tests {
         let mut a = Capabilities::for_kind(Kind::Azure);
         a.refine("probe", Some(true), Some(true), None);
         assert!(!a.put_etag_is_md5 && !a.checks_content_md5, "never granted");
+    }
+
+    #[test]
+    fn crc64_writes_only_where_the_catalog_or_a_probe_says_so() {
+        for k in [Kind::S3, Kind::Gcs, Kind::Azure, Kind::Local, Kind::Memory] {
+            assert!(!Capabilities::for_kind(k).checks_crc64nvme, "{k:?}");
+        }
+        let mut c = Capabilities::for_kind(Kind::S3);
+        c.grant_crc64(Kind::S3, ("catalog aws", true), None);
+        assert!(c.checks_crc64nvme);
+        // A probe that saw it fail wins over the catalog.
+        c.grant_crc64(Kind::S3, ("catalog aws", true), Some(("probe", false)));
+        assert!(!c.checks_crc64nvme);
+        // A probe that saw it work grants it where the catalog is silent.
+        c.grant_crc64(Kind::S3, ("catalog onprem", false), Some(("probe", true)));
+        assert!(c.checks_crc64nvme);
+        let mut a = Capabilities::for_kind(Kind::Azure);
+        a.grant_crc64(Kind::Azure, ("catalog", true), Some(("probe", true)));
+        assert!(!a.checks_crc64nvme, "only S3 stores take the header");
     }
 }

@@ -98,6 +98,15 @@ impl DigestHeaders {
             .map(u64::from_be_bytes)
     }
 
+    /// The stored CRC64/NVME when it is a full-object checksum (`x-amz-checksum-type` absent or
+    /// `FULL_OBJECT`; a composite checksum of parts is not the object's CRC).
+    pub fn full_object_crc64(&self) -> Option<u64> {
+        let full = self
+            .get("x-amz-checksum-type")
+            .is_none_or(|t| t.trim().eq_ignore_ascii_case("FULL_OBJECT"));
+        if full { self.whole_crc64() } else { None }
+    }
+
     /// Whether this S3 answer's ETag can be an MD5 of the content. AWS documents that objects
     /// encrypted with SSE-KMS (also DSSE-KMS) or SSE-C have ETags that are not MD5 digests of
     /// their data; the answer says which encryption was applied.

@@ -91,6 +91,23 @@ pub struct Store {
     pub range: Option<crate::shard::KeyRange>,
     /// Set when the store is used for one object only (`copy FILE DST`): see [`SingleKey`].
     pub single: Option<SingleKey>,
+    /// S3: the same location opened to send `x-amz-checksum-crc64nvme` with every write; used
+    /// only where [`caps::Capabilities::checks_crc64nvme`] holds (see [`CrcWriter`]).
+    pub crc_writer: Option<CrcWriter>,
+}
+
+/// An S3 location opened a second time, configured so that object_store computes the
+/// CRC64/NVME of every payload it sends and signs it as `x-amz-checksum-crc64nvme` (and creates
+/// multipart uploads with `x-amz-checksum-algorithm: CRC64NVME`, which S3 keeps as a full-object
+/// checksum). Writes go through it on the checksum-only path; reads, HEADs, listings, deletes
+/// and server-side copies use the plain store.
+#[derive(Clone)]
+pub struct CrcWriter {
+    pub inner: Arc<dyn ObjectStore>,
+    pub multipart: Arc<dyn MultipartStore>,
+    /// Set once a completed multipart upload showed no full-object CRC64 on HEAD: the rest of
+    /// the run verifies multipart copies by MD5 again (shared by every clone of the store).
+    pub multipart_unproven: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// One object of a store, as `cp FILE DEST` copies it: listings show only `key` (under the name
@@ -236,7 +253,7 @@ pub fn build_s3(
     remote: Option<&Remote>,
     observer: Arc<http::Observer>,
 ) -> Result<Arc<object_store::aws::AmazonS3>, OpenError> {
-    build_s3_described(loc, bucket, remote, observer).map(|(s, _)| s)
+    build_s3_described(loc, bucket, remote, observer, false).map(|(s, _)| s)
 }
 
 /// [`build_s3`], and where its credentials came from (named, never a value).
@@ -245,6 +262,7 @@ fn build_s3_described(
     bucket: &str,
     remote: Option<&Remote>,
     observer: Arc<http::Observer>,
+    crc64: bool,
 ) -> Result<(Arc<object_store::aws::AmazonS3>, String), OpenError> {
     let shown = loc.shown();
     let provider = remote.and_then(|r| r.provider.clone());
@@ -282,6 +300,9 @@ fn build_s3_described(
         .with_retry(retry_config());
     if let Some(e) = &endpoint {
         b = b.with_endpoint(e);
+    }
+    if crc64 {
+        b = b.with_checksum_algorithm(object_store::aws::Checksum::CRC64NVME);
     }
     if provider.as_deref() == Some("backblaze-b2") {
         // B2 rejects the checksum header object_store's bulk delete always sends.
@@ -382,9 +403,20 @@ impl Store {
         observer.set_label(shown.clone());
         match &loc {
             Location::S3 { bucket, .. } => {
-                let (s, credentials) = build_s3_described(&loc, bucket, remote, observer.clone())?;
+                let (s, credentials) =
+                    build_s3_described(&loc, bucket, remote, observer.clone(), false)?;
                 // The only way `creds::s3` resolves to anonymous access.
                 let s3_anonymous = remote.is_some_and(|r| r.anonymous);
+                let crc_writer = if s3_anonymous {
+                    None
+                } else {
+                    let (c, _) = build_s3_described(&loc, bucket, remote, observer.clone(), true)?;
+                    Some(CrcWriter {
+                        inner: c.clone(),
+                        multipart: c,
+                        multipart_unproven: Arc::default(),
+                    })
+                };
                 Ok(Store {
                     inner: s.clone(),
                     pages: Some(s.clone()),
@@ -404,6 +436,7 @@ impl Store {
                     credentials,
                     identity: identity.clone(),
                     single: None,
+                    crc_writer,
                 })
             }
             Location::Gcs { bucket, .. } => {
@@ -444,6 +477,7 @@ impl Store {
                     credentials,
                     identity: identity.clone(),
                     single: None,
+                    crc_writer: None,
                 })
             }
             Location::Azure { container, .. } => {
@@ -501,6 +535,7 @@ impl Store {
                     credentials,
                     identity: identity.clone(),
                     single: None,
+                    crc_writer: None,
                 })
             }
             Location::Local { root } => {
@@ -536,6 +571,7 @@ impl Store {
                     credentials: "none needed (a local folder)".into(),
                     identity: identity.clone(),
                     single: None,
+                    crc_writer: None,
                 })
             }
             Location::Memory { .. } => {
@@ -559,6 +595,7 @@ impl Store {
                     credentials: "none needed (in memory)".into(),
                     identity: identity.clone(),
                     single: None,
+                    crc_writer: None,
                 })
             }
         }

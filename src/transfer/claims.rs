@@ -11,7 +11,9 @@
 //!
 //! Every claim found is checked; the label names the first that applies, in the order
 //! moverctl's CRC64, MD5, multipart ETag, stored CRC64, CRC32C. With none, only the
-//! byte count is checked (`source-size`).
+//! byte count is checked (`source-size`). On the checksum-only path (the destination checks a
+//! CRC64 on arrival) a source that states a CRC is checked by its CRCs alone
+//! ([`Claims::prefer_crc`]): no MD5 is computed for it.
 
 use super::copy::CopyError;
 use super::verification::ReadCheck;
@@ -36,6 +38,24 @@ impl Claims {
     /// Claims that need the bytes hashed in order (everything but CRC64, which combines).
     pub fn needs_in_order(&self) -> bool {
         self.md5.is_some() || self.parts_etag.is_some() || self.crc32c.is_some()
+    }
+
+    /// Whether the source states a CRC of its bytes (moverctl's CRC64, a stored CRC64, a
+    /// CRC32C): all of them are checked at CRC speed.
+    pub fn states_crc(&self) -> bool {
+        self.crc64_meta.is_some() || self.crc64_stored.is_some() || self.crc32c.is_some()
+    }
+
+    /// The checksum-only path: where the source states a CRC, its MD5 and multipart ETag are
+    /// not hashed for (MD5 is computed only where it is the only proof the source offers).
+    /// Returns whether anything was dropped.
+    pub fn prefer_crc(&mut self) -> bool {
+        if !self.states_crc() || (self.md5.is_none() && self.parts_etag.is_none()) {
+            return false;
+        }
+        self.md5 = None;
+        self.parts_etag = None;
+        true
     }
 
     pub fn is_empty(&self) -> bool {

@@ -101,9 +101,10 @@ impl CopyError {
 pub(super) fn store_err(what: &'static str) -> impl Fn(object_store::Error) -> CopyError {
     move |source| match StoreErrorKind::of(&source) {
         StoreErrorKind::PreconditionFailed => CopyError::SourceChanged,
-        // The server compared the body with the Content-MD5 moverctl sent and refused it.
+        // The server compared the body with the Content-MD5 or x-amz-checksum-* moverctl sent
+        // and refused it.
         StoreErrorKind::DigestRefused => CopyError::Mismatch(format!(
-            "{what}: the store received different bytes than were sent (it refused their MD5)"
+            "{what}: the store received different bytes than were sent (it refused their MD5 or checksum)"
         )),
         _ => CopyError::Store { what, source },
     }
@@ -358,6 +359,18 @@ fn source_md5(ctx: &Ctx, src: &Entry) -> Option<[u8; 16]> {
     src.e_tag.as_deref().and_then(checksum::etag_md5)
 }
 
+/// The destination's CRC64-sending store when copies take the checksum-only path: the
+/// destination checks `x-amz-checksum-crc64nvme` on arrival and keeps the full-object value (its
+/// catalog entry or a saved probe says so, never its kind), and `--verify` allows it (not `md5`
+/// or `readback`). Then no MD5 is computed for the write side: single PUTs and parts carry the
+/// CRC64 of their bytes, and the stored full-object CRC64 is compared after (`dest-checksum`).
+pub(super) fn crc_writer(ctx: &Ctx) -> Option<&crate::store::CrcWriter> {
+    if !ctx.dst.caps.checks_crc64nvme || !ctx.opts.verify.allows_checksum_only() {
+        return None;
+    }
+    ctx.dst.crc_writer.as_ref()
+}
+
 /// What the source claims before its bytes are read: the listing's MD5 ETag; for an S3
 /// multipart ETag, the part size from a HEAD of part 1 so the ETag can be recomputed; otherwise,
 /// with `head` and no MD5 yet, what one HEAD shows (moverctl's CRC64, Azure/GCS digest
@@ -376,6 +389,27 @@ pub(super) async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claim
             .e_tag
             .as_deref()
             .is_some_and(|e| checksum::etag_norm(e).contains('-'));
+    let crc_path = crc_writer(ctx).is_some();
+    // On the checksum-only path a HEAD may find a CRC that spares an MD5 pass; where the source
+    // has another proof (its MD5, or the part layout asked next), that HEAD failing costs only
+    // the MD5 pass, so its error is not the copy's (a source that changed fails its pinned
+    // GET anyway).
+    if multipart_etag
+        && crc_path
+        && let Some(s3) = &ctx.src.s3
+        && let Ok(Some(h)) = raw_head(ctx, s3, src, None).await
+    {
+        // The checksum-only path: a CRC64 the source keeps (S3 stores one for every upload made
+        // with a CRC64 checksum, and by default since December 2024) or moverctl's own proves the
+        // bytes without the MD5 pass a multipart ETag needs; part 1 is asked only without one.
+        c.add_headers(&h, false);
+        if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
+            c.add_meta_crc64(v);
+        }
+        if c.crc64_meta.is_some() || c.crc64_stored.is_some() {
+            return Ok(c);
+        }
+    }
     if multipart_etag && let Some(s3) = &ctx.src.s3 {
         // One HEAD of part 1: its length is the source's part size, so the multipart ETag can
         // be recomputed; moverctl's metadata comes with it.
@@ -390,13 +424,21 @@ pub(super) async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claim
                 c.parts_etag = claims::parts_layout(e, src.size, len);
             }
         }
-    } else if head && c.md5.is_none() {
+    } else if head && (c.md5.is_none() || crc_path) {
+        // Without an MD5 the HEAD finds what else the source states; on the checksum-only path
+        // it looks for a stored CRC64 that makes hashing the MD5 unnecessary.
+        let optional = c.md5.is_some();
         if let Some(s3) = &ctx.src.s3 {
-            if let Some(h) = raw_head(ctx, s3, src, None).await? {
-                c.add_headers(&h, false);
-                if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
-                    c.add_meta_crc64(v);
+            match raw_head(ctx, s3, src, None).await {
+                Ok(Some(h)) => {
+                    c.add_headers(&h, false);
+                    if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
+                        c.add_meta_crc64(v);
+                    }
                 }
+                Ok(None) => {}
+                Err(_) if optional => {}
+                Err(e) => return Err(e),
             }
         } else {
             let path = ctx.src.path_of(&src.key).map_err(|e| CopyError::Store {
@@ -427,6 +469,7 @@ pub(super) async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claim
                 }
                 // object_store retried it already: without this HEAD the source's digests are
                 // unknown, and the copy would be verified by size alone.
+                Err(_) if optional => {}
                 Err(e) => return Err(store_err("reading the source's digests (HEAD)")(e)),
             }
         }
@@ -466,13 +509,71 @@ async fn raw_head(
     src: &Entry,
     part: Option<u32>,
 ) -> Result<Option<DigestHeaders>, CopyError> {
-    use crate::store::retry::{Backoff, retryable_status};
-    use object_store::signer::{HeaderName, HeaderValue, Method, SignedUrlOptions, Signer};
-    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
     let path = ctx.src.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "source key",
         source: e.into(),
     })?;
+    let what = if part.is_some() {
+        "learning the source's part size (HEAD)"
+    } else {
+        "reading the source's digests (HEAD)"
+    };
+    let at = HeadOf {
+        store: &ctx.src,
+        path: &path,
+        if_match: src.e_tag.as_deref(),
+        what,
+        shown: &format!("source object {}", src.key),
+        gone: "the source object is gone since it was listed",
+    };
+    raw_head_at(ctx, s3, &at, part).await
+}
+
+/// The full-object CRC64/NVME the destination keeps for `path` (HEAD with checksum mode), if it
+/// shows one.
+async fn dest_stored_crc64(
+    ctx: &Ctx,
+    path: &object_store::path::Path,
+    key: &str,
+) -> Result<Option<u64>, CopyError> {
+    let Some(s3) = &ctx.dst.s3 else {
+        return Ok(None);
+    };
+    let at = HeadOf {
+        store: &ctx.dst,
+        path,
+        if_match: None,
+        what: "reading the destination's stored checksum (HEAD)",
+        shown: &format!("destination object {key}"),
+        gone: "the object just written is gone",
+    };
+    Ok(raw_head_at(ctx, s3, &at, None)
+        .await?
+        .and_then(|h| h.full_object_crc64()))
+}
+
+/// What one raw HEAD is about: which store and object, pinned to which ETag, and how errors
+/// name it.
+struct HeadOf<'a> {
+    store: &'a Store,
+    path: &'a object_store::path::Path,
+    if_match: Option<&'a str>,
+    what: &'static str,
+    shown: &'a str,
+    gone: &'static str,
+}
+
+async fn raw_head_at(
+    ctx: &Ctx,
+    s3: &object_store::aws::AmazonS3,
+    at: &HeadOf<'_>,
+    part: Option<u32>,
+) -> Result<Option<DigestHeaders>, CopyError> {
+    use crate::store::retry::{Backoff, retryable_status};
+    use object_store::signer::{HeaderName, HeaderValue, Method, SignedUrlOptions, Signer};
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    let path = at.path;
+    let what = at.what;
     let mut opts = SignedUrlOptions::default().with_signed_header(
         HeaderName::from_static("x-amz-checksum-mode"),
         HeaderValue::from_static("ENABLED"),
@@ -486,34 +587,29 @@ async fn raw_head(
             .build()
             .unwrap_or_default()
     });
-    let what = if part.is_some() {
-        "learning the source's part size (HEAD)"
-    } else {
-        "reading the source's digests (HEAD)"
-    };
     // The last status answered stays a value (see store::error), not only text.
     let generic = |msg: String, status: Option<u16>| s3_answer_error(what, msg, status);
     let mut last_status: Option<u16>;
-    let mut backoff = Backoff::with_window(ctx.src.retry_window);
+    let mut backoff = Backoff::with_window(at.store.retry_window);
     loop {
         // Signed anew for each attempt (a signature is only valid for a while).
         let mut url = s3
             .signed_url_opts(
                 Method::HEAD,
-                &path,
+                path,
                 std::time::Duration::from_secs(300),
                 &opts,
             )
             .await
             .map_err(|e| CopyError::Store { what, source: e })?;
-        if ctx.src.s3_anonymous {
+        if at.store.s3_anonymous {
             crate::store::s3list::strip_signature(&mut url);
         }
         ctx.counters.head.fetch_add(1, Relaxed);
         ctx.limits.take_request().await;
         let mut req = client.head(url).header("x-amz-checksum-mode", "ENABLED");
-        if let Some(e) = &src.e_tag {
-            req = req.header("if-match", e.as_str());
+        if let Some(e) = at.if_match {
+            req = req.header("if-match", e);
         }
         // A reqwest error would print the presigned URL (a signature): only its kind is kept.
         last_status = None;
@@ -538,7 +634,7 @@ async fn raw_head(
                             what,
                             source: object_store::Error::NotFound {
                                 path: path.to_string(),
-                                source: "the source object is gone since it was listed".into(),
+                                source: at.gone.into(),
                             },
                         });
                     }
@@ -554,7 +650,7 @@ async fn raw_head(
             Err(_) => "the connection broke".to_string(),
         };
         if !backoff
-            .wait_logged(&format!("HEAD of source object {}", src.key), &failure)
+            .wait_logged(&format!("HEAD of {}", at.shown), &failure)
             .await
         {
             return Err(generic(
@@ -640,18 +736,28 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     // that MD5 is handed over as it is and none is computed here: the destination refuses any
     // byte that differs from the source's own digest (and its MD5 ETag is compared after).
     let handover = source_md5_handover(ctx, &seen.lock().expect("claims lock"));
+    // The checksum-only path computes no MD5 for the write side; the read side's is computed
+    // below only where an MD5 is the only proof the source offers.
+    let crc_w = crc_writer(ctx);
     let (chunks, mut d) = fetch(
         ctx,
         src,
         0..src.size,
-        handover.is_none(),
+        handover.is_none() && crc_w.is_none(),
         Some(seen.clone()),
     )
     .await?;
     if handover.is_some() {
         d.md5 = handover;
     }
-    let claims = seen.lock().expect("claims lock").clone();
+    let mut claims = seen.lock().expect("claims lock").clone();
+    if crc_w.is_some() && !claims.prefer_crc() && claims.md5.is_some() && d.md5.is_none() {
+        let mut h = <md5::Md5 as md5::Digest>::new();
+        for c in &chunks {
+            md5::Digest::update(&mut h, c);
+        }
+        d.md5 = Some(md5::Digest::finalize(h).into());
+    }
     let ordered = {
         // fetch hashed the MD5 already; the rest of the in-order digests from the chunks.
         let rest = Claims {
@@ -683,12 +789,9 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         ..Default::default()
     };
     let cap = Capture::sending_md5(d.md5);
+    let writer = crc_w.map_or(&ctx.dst.inner, |w| &w.inner);
     let res = cap
-        .scope(
-            ctx.dst
-                .inner
-                .put_opts(&path, PutPayload::from_iter(chunks), opts),
-        )
+        .scope(writer.put_opts(&path, PutPayload::from_iter(chunks), opts))
         .await
         .map_err(store_err("writing the destination"))?;
     ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
@@ -705,7 +808,8 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     } else {
         None
     };
-    let dest_md5 = etag_md5.or(received_md5);
+    // Compared only with an MD5 of what was sent (the checksum-only path may have none).
+    let dest_md5 = d.md5.and(etag_md5.or(received_md5));
     let write_side = match dest_md5 {
         Some(m) if Some(m) != d.md5 => {
             // A wrong object must not stay where a later run could take it for a copy.
@@ -713,6 +817,18 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
             return Err(CopyError::Mismatch(
                 "the destination's MD5 (ETag or Content-MD5) differs from the bytes sent".into(),
             ));
+        }
+        _ if crc_w.is_some() => {
+            let answered = answer.as_ref().and_then(DigestHeaders::full_object_crc64);
+            match dest_checksum(ctx, src, &path, d.crc64, answered).await {
+                Ok(w) => w,
+                Err(e) => {
+                    if matches!(e, CopyError::Mismatch(_)) {
+                        let _ = ctx.dst.inner.delete(&path).await;
+                    }
+                    return Err(e);
+                }
+            }
         }
         Some(_) if ctx.opts.verify != Verify::Readback && !ctx.dst.caps.in_process => {
             WriteCheck::DestMd5
@@ -775,6 +891,63 @@ fn etag_can_be_md5(
     documented && answer.is_none_or(DigestHeaders::s3_etag_can_be_md5)
 }
 
+/// The checksum-only path's proof on the write side: the full-object CRC64 the destination
+/// keeps (from the write's answer, else a HEAD with checksum mode) equals the CRC64 of the bytes
+/// sent. Every write carried that CRC64 and the destination refuses a body that does not match
+/// it, so this also proves the bytes it assembled. A destination that shows no stored CRC64 is
+/// read back instead: the proof never falls to the size alone.
+async fn dest_checksum(
+    ctx: &Ctx,
+    src: &Entry,
+    path: &object_store::path::Path,
+    crc: u64,
+    answered: Option<u64>,
+) -> Result<WriteCheck, CopyError> {
+    let stored = match answered {
+        Some(c) => Some(c),
+        None => dest_stored_crc64(ctx, path, &src.key).await?,
+    };
+    match stored {
+        Some(c) if c == crc => Ok(WriteCheck::DestChecksum),
+        Some(c) => Err(CopyError::Mismatch(format!(
+            "the destination keeps the CRC64 {}, the bytes sent hash to {}",
+            checksum::crc64_hex(c),
+            checksum::crc64_hex(crc)
+        ))),
+        None => readback(ctx, src, path, crc).await,
+    }
+}
+
+/// Reads the object just written back and compares its size and CRC64 with the bytes sent.
+async fn readback(
+    ctx: &Ctx,
+    src: &Entry,
+    path: &object_store::path::Path,
+    crc: u64,
+) -> Result<WriteCheck, CopyError> {
+    if !ctx.dst.caps.in_process {
+        ctx.counters.get.fetch_add(1, Relaxed);
+    }
+    let r = ctx
+        .dst
+        .inner
+        .get(path)
+        .await
+        .map_err(store_err("reading the destination back"))?;
+    let mut s = r.into_stream();
+    let mut h = Hasher::new(false);
+    while let Some(c) = s.next().await {
+        h.update(&c.map_err(store_err("reading the destination back"))?);
+    }
+    let d = h.finish();
+    if d.bytes != src.size || d.crc64 != crc {
+        return Err(CopyError::Mismatch(
+            "the destination reads back different bytes".into(),
+        ));
+    }
+    Ok(WriteCheck::ReadbackCrc64)
+}
+
 /// HEAD (size, and GCS's stored CRC32C when `crc32c` is given) or, for `--verify readback` and
 /// local destinations, a full read-back compared by CRC.
 async fn verify_after_write(
@@ -786,27 +959,7 @@ async fn verify_after_write(
 ) -> Result<WriteCheck, CopyError> {
     // In-process destinations (folders, memory) are read back: it costs no requests.
     if ctx.opts.verify == Verify::Readback || ctx.dst.caps.in_process {
-        if !ctx.dst.caps.in_process {
-            ctx.counters.get.fetch_add(1, Relaxed);
-        }
-        let r = ctx
-            .dst
-            .inner
-            .get(path)
-            .await
-            .map_err(store_err("reading the destination back"))?;
-        let mut s = r.into_stream();
-        let mut h = Hasher::new(false);
-        while let Some(c) = s.next().await {
-            h.update(&c.map_err(store_err("reading the destination back"))?);
-        }
-        let d = h.finish();
-        if d.bytes != src.size || d.crc64 != crc {
-            return Err(CopyError::Mismatch(
-                "the destination reads back different bytes".into(),
-            ));
-        }
-        return Ok(WriteCheck::ReadbackCrc64);
+        return readback(ctx, src, path, crc).await;
     }
     ctx.counters.head.fetch_add(1, Relaxed);
     let cap = Capture::default();
@@ -850,17 +1003,22 @@ struct Splitter {
     /// The whole object's in-order digests, when the source's claims need them (the bytes pass
     /// here in order, so no part has to be kept for them).
     in_order: Option<InOrder>,
+    /// Each part's MD5 is computed (Content-MD5, the multipart ETag); not on the checksum-only
+    /// path.
+    part_md5: bool,
 }
 
 impl Splitter {
     fn new(
         stream: BoxStream<'static, Result<Bytes, CopyError>>,
         in_order: Option<InOrder>,
+        part_md5: bool,
     ) -> Splitter {
         Splitter {
             stream,
             left: None,
             in_order,
+            part_md5,
         }
     }
 
@@ -871,7 +1029,7 @@ impl Splitter {
         len: u64,
         last: bool,
     ) -> Option<Result<(Vec<Bytes>, Digests), CopyError>> {
-        let mut h = Hasher::new(true);
+        let mut h = Hasher::new(self.part_md5);
         let mut chunks = Vec::new();
         let mut got = 0u64;
         while got < len {
@@ -917,9 +1075,9 @@ pub(super) async fn resume_or_start(
     mp: &Arc<dyn object_store::multipart::MultipartStore>,
     path: &object_store::path::Path,
     src: &Entry,
-    part_size: u64,
-    parts: u64,
+    (part_size, parts): (u64, u64),
     crc: Option<u64>,
+    checksum_parts: bool,
 ) -> Result<(String, Vec<Option<PartRecord>>), CopyError> {
     // Resume an upload the journal knows, if it is for this exact source version and part size.
     let mut done: Vec<Option<PartRecord>> = vec![None; parts as usize];
@@ -931,8 +1089,21 @@ pub(super) async fn resume_or_start(
             && r.state == State::Copying
             && let Some(id) = r.upload_id
         {
-            if r.size == src.size && r.src_etag == src.e_tag && r.part_size == Some(part_size) {
-                for p in j.parts(&src.key)? {
+            let journaled = j.parts(&src.key)?;
+            // Parts sent with a CRC64 (the checksum-only path) are journaled with object_store's
+            // part metadata (XML), plain ones with their ETag: an upload is continued only in
+            // the way it was started (S3 refuses to mix them), and one with no part journaled
+            // is started again (it costs one request).
+            let same_way = !journaled.is_empty()
+                && journaled
+                    .iter()
+                    .all(|p| p.content_id.starts_with('<') == checksum_parts);
+            if r.size == src.size
+                && r.src_etag == src.e_tag
+                && r.part_size == Some(part_size)
+                && same_way
+            {
+                for p in journaled {
                     if let Some(slot) = done.get_mut(p.idx as usize) {
                         *slot = Some(p);
                     }
@@ -1008,6 +1179,9 @@ struct PartUpload<'a> {
     want_crc32c: bool,
     /// Set when a block's answer carried no MD5 (the object is then checked another way).
     blocks_unchecked: &'a std::sync::atomic::AtomicBool,
+    /// Each part's MD5 is computed and sent as Content-MD5 (not on the checksum-only path,
+    /// where the parts carry their CRC64 instead).
+    part_md5: bool,
 }
 
 /// A part's bytes kept for the in-order hash, with the buffer permit they hold until hashed.
@@ -1040,7 +1214,7 @@ async fn upload_part(
 ) -> Result<(PartRecord, Option<KeptPart>, Option<u32>), CopyError> {
     let (chunks, d) = match got {
         Some(r) => r?,
-        None => fetch(ctx, up.src, range, true, None).await?,
+        None => fetch(ctx, up.src, range, up.part_md5, None).await?,
     };
     let c32 = up
         .want_crc32c
@@ -1157,9 +1331,15 @@ async fn copy_multipart(
     let Some(mp) = ctx.dst.multipart.clone() else {
         return copy_multipart_streaming(ctx, src, &path, ranges_of(part_size, parts)).await;
     };
+    // The checksum-only path, unless a completed upload of this run showed no full-object CRC64.
+    let crc_w = crc_writer(ctx).filter(|w| !w.multipart_unproven.load(Relaxed));
+    let mp = crc_w.map_or(mp, |w| w.multipart.clone());
     // One HEAD per large object says what the source claims (parts are read by range, and a
     // ranged answer does not carry whole-object digests).
     let mut claims = discover(ctx, src, true).await?;
+    if crc_w.is_some() {
+        claims.prefer_crc();
+    }
     let (part_size, parts) = match &claims.parts_etag {
         Some((p, _)) if keeps_source_layout(&ctx.opts.dst_limits, src.size, *p, part_size) => {
             (*p, src.size.div_ceil(*p))
@@ -1175,7 +1355,19 @@ async fn copy_multipart(
         .take_if(|(size, _)| *size == part_size)
         .map(|(_, etag)| etag);
 
-    let (id, done) = resume_or_start(ctx, &mp, &path, src, part_size, parts, None).await?;
+    // Part MD5s are needed for Content-MD5 and the multipart ETag, and on the checksum-only
+    // path only to recompute a same-layout source's multipart ETag (its only proof).
+    let part_md5 = crc_w.is_none() || same_layout.is_some();
+    let (id, done) = resume_or_start(
+        ctx,
+        &mp,
+        &path,
+        src,
+        (part_size, parts),
+        None,
+        crc_w.is_some(),
+    )
+    .await?;
 
     ctx.counters
         .in_flight
@@ -1201,6 +1393,7 @@ async fn copy_multipart(
         Splitter::new(
             read_range(ctx, src, 0..src.size, None),
             need_whole_md5.then(|| InOrder::new(&claims)),
+            part_md5,
         )
     })));
     let reads = stream::iter(ranges.iter().cloned().enumerate())
@@ -1238,6 +1431,7 @@ async fn copy_multipart(
         block_md5,
         want_crc32c,
         blocks_unchecked,
+        part_md5,
     };
     let part_futs = reads.map(|(idx, range, permit, got)| {
         upload_part(ctx, &up, idx, range, permit, got, done[idx].clone())
@@ -1317,6 +1511,7 @@ async fn copy_multipart(
         &acc.md5s,
         (crc, acc.crc32c),
         blocks_checked,
+        crc_w,
     )
     .await?;
     Ok(Outcome {
@@ -1351,6 +1546,7 @@ async fn complete_and_verify(
     md5s: &[Option<[u8; 16]>],
     (crc, crc32c): (u64, Option<u32>),
     blocks_checked: bool,
+    crc_w: Option<&crate::store::CrcWriter>,
 ) -> Result<(object_store::PutResult, WriteCheck), CopyError> {
     ctx.counters.put.fetch_add(1, Relaxed);
     let cap = Capture::default();
@@ -1365,6 +1561,39 @@ async fn complete_and_verify(
             return Err(store_err("completing the multipart upload")(e));
         }
     };
+    if let Some(w) = crc_w {
+        // Every part carried its CRC64, checked on arrival; the upload was created with the
+        // CRC64NVME algorithm, so the store keeps a full-object CRC64 of what it assembled.
+        let proof = match dest_stored_crc64(ctx, path, &src.key).await {
+            Ok(Some(c)) if c == crc => Ok(WriteCheck::DestChecksum),
+            Ok(Some(c)) => Err(CopyError::Mismatch(format!(
+                "the destination keeps the CRC64 {} for the parts sent, which hash to {}",
+                checksum::crc64_hex(c),
+                checksum::crc64_hex(crc)
+            ))),
+            Ok(None) => {
+                if !w.multipart_unproven.swap(true, Relaxed) {
+                    tracing::warn!(
+                        "{}: a completed multipart upload shows no full-object CRC64 on HEAD; \
+                         this object is read back, and the rest of the run verifies multipart \
+                         copies by MD5",
+                        ctx.dst.shown()
+                    );
+                }
+                readback(ctx, src, path, crc).await
+            }
+            Err(e) => Err(e),
+        };
+        return match proof {
+            Ok(w) => Ok((res, w)),
+            Err(e) => {
+                if matches!(e, CopyError::Mismatch(_)) {
+                    abandon(ctx, mp, path, id, &src.key, true).await;
+                }
+                Err(e)
+            }
+        };
+    }
     let mut write_side = None;
     if blocks_checked && ctx.opts.verify != Verify::Readback {
         write_side = Some(WriteCheck::DestBlockMd5);

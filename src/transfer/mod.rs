@@ -47,6 +47,16 @@ pub enum Verify {
     /// multipart ETag, stored CRC or moverctl metadata) fails instead of being copied with only
     /// its size checked.
     Strict,
+    /// As `Auto`, but never the checksum-only path: MD5s are computed and compared wherever a
+    /// store offers an MD5 (Content-MD5, MD5 and multipart ETags), as before that path existed.
+    Md5,
+}
+
+impl Verify {
+    /// Whether copies may be verified by CRC alone where both ends allow it (`auto`, `strict`).
+    pub fn allows_checksum_only(self) -> bool {
+        matches!(self, Verify::Auto | Verify::Strict)
+    }
 }
 
 /// When a local destination's writes are made durable (`--fsync`).

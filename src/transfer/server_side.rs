@@ -262,7 +262,7 @@ async fn parts(
     let ctx = req.ctx;
     let mp = ctx.dst.multipart.as_ref().expect("checked in mode_for");
     let n = src.size.div_ceil(part);
-    let (id, done) = copy::resume_or_start(ctx, mp, req.path, src, part, n, crc).await?;
+    let (id, done) = copy::resume_or_start(ctx, mp, req.path, src, (part, n), crc, false).await?;
     let copies = stream::iter(done.into_iter().enumerate().map(|(idx, prior)| {
         let id = id.clone();
         async move {

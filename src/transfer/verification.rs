@@ -73,6 +73,9 @@ labelled!(
         DestMultipartEtag => "dest-multipart-etag",
         /// The CRC32C the store keeps (GCS) equals the bytes'.
         DestCrc32c => "dest-crc32c",
+        /// The full-object CRC64/NVME the store keeps equals the bytes' (S3 checksum-only path:
+        /// every write carried `x-amz-checksum-crc64nvme`, which the store checks on arrival).
+        DestChecksum => "dest-checksum",
         /// Only the destination's size (its ETags are not content hashes).
         DestSize => "dest-size",
         /// Copied by the destination service itself (CopyObject / UploadPartCopy): the ETag it

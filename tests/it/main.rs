@@ -1,6 +1,7 @@
 //! The one integration test binary. Each module covers one part; shared helpers live here.
 
 mod catalog;
+mod checksum_path;
 mod cli;
 mod copy;
 mod creds;

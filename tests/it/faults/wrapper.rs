@@ -225,6 +225,19 @@ pub fn faulty(store: &Store, plan: &Plan) -> Store {
     if store.multipart.is_some() {
         s.multipart = Some(f);
     }
+    // The checksum-only path writes through the CRC64-sending twin: faulted the same way.
+    if let Some(w) = &store.crc_writer {
+        let c = Arc::new(FaultStore {
+            inner: w.inner.clone(),
+            mp: Some(w.multipart.clone()),
+            plan: plan.clone(),
+        });
+        s.crc_writer = Some(moverctl::store::CrcWriter {
+            inner: c.clone(),
+            multipart: c,
+            multipart_unproven: w.multipart_unproven.clone(),
+        });
+    }
     s
 }
 

@@ -1,0 +1,331 @@
+//! The checksum-only path (issue 15): a destination whose saved probe saw a wrong
+//! `x-amz-checksum-crc64nvme` refused and the right one stored (Garage does both) is written with
+//! that header on every single PUT and part, multipart uploads are created with the CRC64NVME
+//! algorithm, and each object is proven by the full-object CRC64 the destination keeps
+//! (`dest-checksum`); no MD5 goes on the wire where the source states a CRC or is a local file.
+//! Checked at a proxy in front of the one Garage: which headers went, that a byte flipped on the
+//! way to the store is refused by it (the request had no Content-MD5, so only the CRC64 caught
+//! it), that a byte flipped on the way from a source that keeps a CRC64 is caught on the read
+//! side, that `--verify md5` and a destination without the probe keep the MD5 path.
+
+use super::faults::data;
+use super::faults::proxy::{PFault, Proxy};
+use super::{expect, proxy_remote_toml, remotes, servers, text, unique};
+use moverctl::store::Store;
+use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
+use serde_json::Value;
+
+const MIB: u64 = 1 << 20;
+
+/// Local files: one small, one multipart at the run's 5 MiB parts.
+const FILES: [(&str, u64); 2] = [("f/small.bin", 300_000), ("f/large.bin", 11 * MIB + 5)];
+/// S3 objects written by another tool with a CRC64 (S3 keeps it): one PUT, one multipart.
+const CRC_SINGLE: (&str, u64) = ("c/single.bin", MIB + 9);
+const CRC_MULTI: (&str, u64) = ("c/multi.bin", 12 * MIB + 1);
+
+struct Setup {
+    dir: tempfile::TempDir,
+    conf: std::path::PathBuf,
+    proxy: Proxy,
+    bucket_a: String,
+    bucket_b: String,
+    files: std::path::PathBuf,
+    src_prefix: String,
+}
+
+async fn setup(name: &str) -> Option<Setup> {
+    let s = servers()?;
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = Proxy::start(super::s3_upstream(&s)).await;
+    let conf = dir.path().join("remotes.toml");
+    std::fs::write(&conf, proxy_remote_toml(&s, &proxy.endpoint())).unwrap();
+    let files = dir.path().join("files");
+    for (k, size) in FILES {
+        let p = files.join(k);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, data(k, size)).unwrap();
+    }
+    let src_prefix = unique(name);
+    let src = Store::open(&format!("garage:{}/{src_prefix}", s.bucket_a), &remotes(&s)).unwrap();
+    let w = src.crc_writer.clone().unwrap();
+    w.inner
+        .put(
+            &src.path_of(CRC_SINGLE.0).unwrap(),
+            PutPayload::from(data(CRC_SINGLE.0, CRC_SINGLE.1)),
+        )
+        .await
+        .unwrap();
+    let up = w
+        .inner
+        .put_multipart(&src.path_of(CRC_MULTI.0).unwrap())
+        .await
+        .unwrap();
+    let mut m = WriteMultipart::new_with_chunk_size(up, 5 * MIB as usize);
+    m.put(data(CRC_MULTI.0, CRC_MULTI.1));
+    m.finish().await.unwrap();
+    Some(Setup {
+        dir,
+        conf,
+        proxy,
+        bucket_a: s.bucket_a.clone(),
+        bucket_b: s.bucket_b.clone(),
+        files,
+        src_prefix,
+    })
+}
+
+impl Setup {
+    fn state(&self) -> std::path::PathBuf {
+        self.dir.path().join("state")
+    }
+
+    fn dst_location(&self, prefix: &str) -> String {
+        format!("viaproxy:{}/{prefix}", self.bucket_b)
+    }
+
+    /// `moverctl probe` of a destination location, saved in this test's state folder.
+    async fn probe(&self, location: &str) {
+        let mut c = super::moverctl();
+        c.args(["probe", "--json", "--config"])
+            .arg(&self.conf)
+            .args(["--size", "1MiB", "--streams", "2", "--requests", "3"])
+            .arg(location)
+            .env("MOVERCTL_STATE_DIR", self.state());
+        let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+            .await
+            .unwrap();
+        expect(&o, 0);
+    }
+
+    async fn run(&self, src: &str, dst: &str, extra: &[&str]) -> (std::process::Output, Value) {
+        let mut c = super::moverctl();
+        c.args(["copy", "--json", "--no-server-side", "--config"])
+            .arg(&self.conf)
+            .args(["--part-size", "5MiB", "--multipart-threshold", "8MiB"])
+            .args(extra)
+            .arg(src)
+            .arg(dst)
+            .env("MOVERCTL_STATE_DIR", self.state());
+        let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+            .await
+            .unwrap();
+        let v = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .rfind(|l| l.contains("\"summary\""))
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or(Value::Null);
+        (o, v)
+    }
+
+    fn s3_source(&self) -> String {
+        format!("viaproxy:{}/{}", self.bucket_a, self.src_prefix)
+    }
+
+    fn local_source(&self) -> String {
+        self.files.display().to_string()
+    }
+
+    /// The writes the proxy saw into `prefix` of bucket b, but for the probe's own test objects:
+    /// (method, target, headers).
+    fn writes_to(&self, prefix: &str) -> Vec<(String, String, Vec<(String, String)>)> {
+        let at = format!("/{}/{prefix}/", self.bucket_b);
+        self.proxy
+            .log()
+            .into_iter()
+            .filter(|(m, t, _)| {
+                (m == "PUT" || m == "POST") && t.contains(&at) && !t.contains(".moverctl-probe")
+            })
+            .collect()
+    }
+}
+
+fn has(h: &[(String, String)], name: &str) -> bool {
+    h.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
+}
+
+fn header<'a>(h: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    h.iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+fn labels(v: &Value) -> Vec<(String, u64)> {
+    v["verified_by"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, n)| (k.clone(), n.as_u64().unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn assert_exact(dst: &str, keys: &[(&str, u64)]) {
+    let s = servers().unwrap();
+    let d = Store::open(dst, &remotes(&s)).unwrap();
+    for (k, size) in keys {
+        assert_eq!(
+            super::faults::bytes_at(&d, k).await,
+            Some(data(k, *size)),
+            "{k} is not exact at {dst}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probed_destination_is_written_and_proven_by_crc64_alone() {
+    let Some(t) = setup("crc-path").await else {
+        return;
+    };
+    // Local files into a probed destination.
+    let dst = unique("crc-path-dst");
+    t.probe(&t.dst_location(&dst)).await;
+    let (o, v) = t.run(&t.local_source(), &t.dst_location(&dst), &[]).await;
+    expect(&o, 0);
+    assert_eq!(
+        labels(&v),
+        vec![("source-size+dest-checksum".to_string(), 2)],
+        "{}",
+        text(&o)
+    );
+    let writes: Vec<_> = t.writes_to(&dst);
+    // One single PUT, one multipart upload: created with CRC64NVME, three parts, completed.
+    let creates: Vec<_> = writes
+        .iter()
+        .filter(|(m, tg, _)| m == "POST" && tg.contains("uploads"))
+        .collect();
+    assert_eq!(creates.len(), 1, "{writes:#?}");
+    assert_eq!(
+        header(&creates[0].2, "x-amz-checksum-algorithm"),
+        Some("CRC64NVME")
+    );
+    let puts: Vec<_> = writes.iter().filter(|(m, _, _)| m == "PUT").collect();
+    assert_eq!(puts.len(), 1 + 3, "{puts:#?}");
+    for (_, target, h) in &puts {
+        assert!(has(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
+        assert!(!has(h, "content-md5"), "{target} carried an MD5: {h:?}");
+    }
+    assert_exact(&format!("garage:{}/{dst}", t.bucket_b), &FILES).await;
+
+    // S3 objects that keep a CRC64, into another probed prefix: read and written by CRC alone
+    // (the single PUT's own MD5 is handed over as Content-MD5, computed by no one here).
+    let dst2 = unique("crc-path-s3");
+    t.probe(&t.dst_location(&dst2)).await;
+    let (o, v) = t.run(&t.s3_source(), &t.dst_location(&dst2), &[]).await;
+    expect(&o, 0);
+    let mut want = vec![
+        ("source-checksum+dest-checksum".to_string(), 1),
+        ("source-md5+dest-checksum".to_string(), 1),
+    ];
+    want.sort();
+    assert_eq!(labels(&v), want, "{}", text(&o));
+    for (_, target, h) in t.writes_to(&dst2).iter().filter(|(m, _, _)| m == "PUT") {
+        assert!(has(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
+        if target.contains("partNumber") {
+            assert!(!has(h, "content-md5"), "{target} carried an MD5: {h:?}");
+        }
+    }
+    assert_exact(
+        &format!("garage:{}/{dst2}", t.bucket_b),
+        &[CRC_SINGLE, CRC_MULTI],
+    )
+    .await;
+
+    // --verify md5 keeps the MD5 path: no CRC64 header, MD5 labels.
+    let dst3 = unique("crc-path-md5");
+    t.probe(&t.dst_location(&dst3)).await;
+    let (o, v) = t
+        .run(
+            &t.local_source(),
+            &t.dst_location(&dst3),
+            &["--verify", "md5"],
+        )
+        .await;
+    expect(&o, 0);
+    assert!(
+        labels(&v).iter().all(|(l, _)| !l.contains("dest-checksum")),
+        "{v}"
+    );
+    for (_, target, h) in t.writes_to(&dst3).iter().filter(|(m, _, _)| m == "PUT") {
+        assert!(!has(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
+        assert!(has(h, "content-md5"), "{target}: {h:?}");
+    }
+
+    // A destination nobody probed (the catalog's onprem entry lists only Content-MD5): MD5.
+    let dst4 = unique("crc-path-unprobed");
+    let (o, v) = t.run(&t.local_source(), &t.dst_location(&dst4), &[]).await;
+    expect(&o, 0);
+    assert!(
+        labels(&v).iter().all(|(l, _)| !l.contains("dest-checksum")),
+        "{v}"
+    );
+    for (_, target, h) in t.writes_to(&dst4).iter().filter(|(m, _, _)| m == "PUT") {
+        assert!(!has(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flipped_byte_is_caught_either_way_on_the_crc_path() {
+    let Some(t) = setup("crc-flip").await else {
+        return;
+    };
+    // Write side: the first single PUT and the first part on their way to the store have a byte
+    // flipped. Neither carried a Content-MD5: the store refuses them by the CRC64 alone.
+    let dst = unique("crc-flip-w");
+    t.probe(&t.dst_location(&dst)).await;
+    t.proxy.clear();
+    let at = format!("/{}/{dst}/", t.bucket_b);
+    t.proxy
+        .add(
+            "PUT",
+            &format!("{at}f/small.bin"),
+            "",
+            PFault::FlipRequest,
+            1,
+        )
+        .add(
+            "PUT",
+            &format!("{at}f/large.bin"),
+            "partNumber=2",
+            PFault::FlipRequest,
+            1,
+        );
+    let (o, v) = t.run(&t.local_source(), &t.dst_location(&dst), &[]).await;
+    expect(&o, 0);
+    assert_eq!(t.proxy.hits().len(), 2, "{:?}", t.proxy.hits());
+    for (target, status) in t.proxy.upstream_statuses() {
+        assert_eq!(status, 400, "{target}: the store took a flipped body");
+    }
+    assert_eq!(v["copied"]["objects"], 2, "{v}");
+    assert!(v["retries"].as_u64() >= Some(2), "{v}");
+    assert_exact(&format!("garage:{}/{dst}", t.bucket_b), &FILES).await;
+
+    // Read side: the multipart source keeps a CRC64; one byte flipped on its way here is caught
+    // (no MD5 is computed for it) and the object read again.
+    let dst2 = unique("crc-flip-r");
+    t.probe(&t.dst_location(&dst2)).await;
+    t.proxy.clear();
+    let from = format!("/{}/{}/", t.bucket_a, t.src_prefix);
+    t.proxy.add(
+        "GET",
+        &format!("{from}{}", CRC_MULTI.0),
+        "",
+        PFault::FlipResponse,
+        1,
+    );
+    let (o, v) = t.run(&t.s3_source(), &t.dst_location(&dst2), &[]).await;
+    expect(&o, 0);
+    let hits = t.proxy.hits();
+    assert_eq!(hits.len(), 3, "{hits:?}");
+    assert_eq!(hits[2].0, "GET", "{hits:?}");
+    assert!(
+        labels(&v).contains(&("source-checksum+dest-checksum".to_string(), 1)),
+        "{v}"
+    );
+    assert!(v["retries"].as_u64() >= Some(1), "{v}");
+    assert_exact(
+        &format!("garage:{}/{dst2}", t.bucket_b),
+        &[CRC_SINGLE, CRC_MULTI],
+    )
+    .await;
+}
