@@ -127,7 +127,7 @@ impl Setup {
 
     /// The writes the proxy saw into `prefix` of bucket b, but for the probe's own test objects:
     /// (method, target, headers).
-    fn writes_to(&self, prefix: &str) -> Vec<(String, String, Vec<(String, String)>)> {
+    fn writes_to(&self, prefix: &str) -> Vec<super::faults::proxy::Seen> {
         let at = format!("/{}/{prefix}/", self.bucket_b);
         self.proxy
             .log()

@@ -523,7 +523,11 @@ async fn source_row_to(src_kind: K, dst_kinds: &[K]) -> Vec<String> {
                             );
                         }
                         let crc_only = |o: &Obj| match o.origin {
-                            Origin::Moverctl | Origin::Crc | Origin::File => true,
+                            Origin::Crc | Origin::File => true,
+                            // moverctl's large S3 uploads on the MD5 path carry no CRC64 (it is
+                            // known only when the upload completes): their multipart ETag is the
+                            // only proof, as for any foreign one.
+                            Origin::Moverctl => src_kind != K::S3,
                             // GCS keeps a CRC32C of every object.
                             Origin::Multipart | Origin::NoDigest | Origin::Single => {
                                 src_kind == K::Gcs
