@@ -263,6 +263,11 @@ pub struct Limits {
     pub equal_part_sizes: bool,
     /// A single-part upload's ETag is the hex MD5 of the body: "yes", "no" or "unknown".
     pub single_part_etag_is_md5: Tristate,
+    /// A CopyObject of a multipart object keeps its parts, so the copy's ETag is the source's
+    /// multipart ETag: "yes", "no" or "unknown" (the default). `plan` counts one request for such
+    /// a server-side copy where "yes", else one per part; `exec` learns it from the first answer.
+    #[serde(default = "Tristate::unknown")]
+    pub copy_keeps_multipart_etag: Tristate,
     /// Integrity headers the store accepts on upload: content-md5, crc32, crc32c, crc64nvme, sha1, sha256.
     #[serde(default)]
     pub checksum_headers: Vec<String>,
@@ -285,6 +290,12 @@ pub enum Tristate {
     Yes,
     No,
     Unknown,
+}
+
+impl Tristate {
+    fn unknown() -> Tristate {
+        Tristate::Unknown
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -315,8 +315,8 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     let mut warnings = Vec::new();
     let total_bytes = corpus.total_bytes();
     let objects = corpus.total_objects();
-    let mut counts = count_requests(src, dst, corpus, a);
     let server_side = server_side_copy(src, dst, a);
+    let mut counts = count_requests(src, dst, corpus, a, server_side);
     if server_side {
         // CopyObject / UploadPartCopy at the destination; nothing is read from the source.
         counts.source_get = 0;
@@ -711,8 +711,18 @@ pub fn server_side_copy(src: &Place, dst: &Place, a: &Assumptions) -> bool {
         && !src.class.archive
 }
 
-/// The requests `exec` makes with its defaults (see the module comment).
-fn count_requests(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> Counts {
+/// The requests `exec` makes with its defaults (see the module comment). A server-side copy of
+/// a multipart object is one CopyObject where the destination keeps a copied object's parts
+/// (`copy_keeps_multipart_etag`), up to its single-PUT limit.
+fn count_requests(
+    src: &Place,
+    dst: &Place,
+    corpus: &Corpus,
+    a: &Assumptions,
+    server_side: bool,
+) -> Counts {
+    let whole_copy =
+        server_side && dst.limits().copy_keeps_multipart_etag == crate::catalog::Tristate::Yes;
     let mut c = Counts::default();
     let objects = corpus.total_objects();
     c.source_list = objects.div_ceil(1000).max(1);
@@ -729,6 +739,12 @@ fn count_requests(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) ->
             }
             match part_plan(size, dst.limits(), a.part_rule) {
                 Ok(Upload::Single) => {
+                    c.source_get += n;
+                    c.destination_put += n;
+                }
+                Ok(Upload::Multipart { .. })
+                    if whole_copy && size <= dst.limits().max_single_put_bytes =>
+                {
                     c.source_get += n;
                     c.destination_put += n;
                 }

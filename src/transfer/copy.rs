@@ -377,6 +377,18 @@ pub(super) fn crc_writer(ctx: &Ctx) -> Option<&crate::store::CrcWriter> {
 /// properties, S3's stored CRC64 with checksum mode). A HEAD that still fails after the retry
 /// policy is an error of this attempt: going on would silently verify by size alone.
 pub(super) async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyError> {
+    discover_for(ctx, src, head, crc_writer(ctx).is_some()).await
+}
+
+/// [`discover`], saying whether a CRC the source keeps is looked for first (`crc_first`: the
+/// checksum-only path, where it spares an MD5 pass; not for a server-side copy, whose proof is
+/// the source's multipart ETag and so needs its part layout).
+pub(super) async fn discover_for(
+    ctx: &Ctx,
+    src: &Entry,
+    head: bool,
+    crc_first: bool,
+) -> Result<Claims, CopyError> {
     let mut c = Claims {
         md5: source_md5(ctx, src),
         ..Default::default()
@@ -389,7 +401,7 @@ pub(super) async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claim
             .e_tag
             .as_deref()
             .is_some_and(|e| checksum::etag_norm(e).contains('-'));
-    let crc_path = crc_writer(ctx).is_some();
+    let crc_path = crc_first;
     // On the checksum-only path a HEAD may find a CRC that spares an MD5 pass; where the source
     // has another proof (its MD5, or the part layout asked next), that HEAD failing costs only
     // the MD5 pass, so its error is not the copy's (a source that changed fails its pinned

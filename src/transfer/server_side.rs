@@ -7,11 +7,13 @@
 //! | the source | the copy | the proof (`read+write` label) |
 //! |---|---|---|
 //! | single-part, MD5 ETag, ≤ the destination's single-PUT limit | one CopyObject | the copy's ETag is that MD5 (`source-md5+dest-copy-etag`) |
+//! | multipart, `md5(part md5s)-N` ETag, up to the single-PUT limit, on a service that keeps the parts of a copied object (learned from the first answer) | one CopyObject | the copy's ETag is the source's multipart ETag (`source-parts-etag+dest-copy-etag`) |
 //! | multipart, `md5(part md5s)-N` ETag, regular layout the destination accepts | UploadPartCopy of the same ranges | every part's ETag, and the completed object's ETag, compose to the source's (`source-parts-etag+dest-copy-etag`) |
 //!
 //! Each copy is pinned to the listed source ETag (`x-amz-copy-source-if-match`), so a source
 //! changed since it was listed fails as it would in a streaming copy. Anything else (no content
-//! ETag, an SSE-KMS answer, `--verify readback`, a service that refuses the call) is streamed
+//! ETag, `--verify readback`, a service that refuses the call or answers that it encrypts with
+//! SSE-KMS or SSE-C, which turns server-side copy off for the run) is streamed
 //! through this machine as before, and so is an object whose server-side result does not prove
 //! out: the wrong copy is deleted first. Multipart copies are journaled per part like streaming
 //! ones, so a killed run resumes at part level.
@@ -34,8 +36,8 @@ use futures::stream::{self, StreamExt};
 use object_store::multipart::PartId;
 use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, SignedUrlOptions, Signer};
 use object_store::{Attribute, ObjectStoreExt};
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::time::Duration;
 
 /// What a run needs to copy server side, decided once when it starts ([`ServerSide::between`]).
@@ -46,7 +48,16 @@ pub struct ServerSide {
     /// Set once the service refuses a server-side copy (not implemented, or denied): the rest
     /// of the run streams.
     off: AtomicBool,
+    /// Whether one CopyObject of a multipart source answers with the source's own multipart
+    /// ETag ([`WHOLE_UNKNOWN`], [`WHOLE_KEEPS`], [`WHOLE_REWRITES`]): Garage's copy keeps the
+    /// object's parts (one request, nearly free), AWS rewrites it as one part with a new ETag
+    /// that proves nothing. Learned from the run's first such answer.
+    whole: AtomicU8,
 }
+
+const WHOLE_UNKNOWN: u8 = 0;
+const WHOLE_KEEPS: u8 = 1;
+const WHOLE_REWRITES: u8 = 2;
 
 /// The service part of a store's identity (`s3 http://127.0.0.1:3900`): two stores with the same
 /// one are the same S3 service.
@@ -83,6 +94,7 @@ impl ServerSide {
         Some(ServerSide {
             src_bucket: bucket.clone(),
             off: AtomicBool::new(false),
+            whole: AtomicU8::new(WHOLE_UNKNOWN),
         })
     }
 }
@@ -108,7 +120,7 @@ pub(super) async fn copy(
     let (Some(dst_s3), Some(e_tag)) = (&ctx.dst.s3, &src.e_tag) else {
         return Ok(None);
     };
-    let claims = copy::discover(ctx, src, false).await?;
+    let claims = copy::discover_for(ctx, src, false, false).await?;
     let Some(mode) = mode_for(ctx, src, &claims) else {
         return Ok(None);
     };
@@ -132,7 +144,22 @@ pub(super) async fn copy(
     let crc = claims.crc64_meta.or(claims.crc64_stored);
     let res = match &mode {
         Mode::Single(md5) => single(&req, src, crc, *md5).await,
-        Mode::Parts { part, etag } => parts(&req, src, crc, *part, etag).await,
+        Mode::Parts { part, etag } => {
+            // One CopyObject first, where the service may keep the parts and an upload of this
+            // object is not being resumed; part by part otherwise, or when that copy's ETag is
+            // not the source's.
+            let try_whole = src.size <= ctx.opts.dst_limits.max_single_put_bytes
+                && ss.whole.load(Relaxed) != WHOLE_REWRITES
+                && !resuming(ctx, src)?;
+            match if try_whole {
+                whole(&req, ss, src, crc, etag).await
+            } else {
+                Ok(None)
+            } {
+                Ok(None) => parts(&req, src, crc, *part, etag).await,
+                done => done,
+            }
+        }
     };
     match res {
         Ok(Some(mut out)) => {
@@ -159,6 +186,28 @@ pub(super) async fn copy(
         }
         Err(Refused::Copy(e)) => Err(e),
     }
+}
+
+/// Whether the journal holds a multipart upload of this object in progress (a copy killed
+/// part way): it is resumed part by part, not copied anew.
+fn resuming(ctx: &Ctx, src: &Entry) -> Result<bool, CopyError> {
+    let Some(j) = &ctx.journal else {
+        return Ok(false);
+    };
+    let r = j.lock().expect("journal lock").get(&src.key)?;
+    Ok(r.is_some_and(|r| r.state == crate::journal::State::Copying && r.upload_id.is_some()))
+}
+
+/// Refuses server-side copies for the run when an answer says the destination encrypts with
+/// SSE-KMS or SSE-C: the ETags of such objects are not MD5s, so no copy could be proven (each
+/// object would cost a copy and a delete before streaming anyway).
+fn refuse_if_encrypted(answer: &Answer) -> Result<(), Refused> {
+    if answer.etag_can_be_md5 {
+        return Ok(());
+    }
+    Err(Refused::Off(
+        "the destination encrypts with SSE-KMS or SSE-C, whose ETags prove nothing".into(),
+    ))
 }
 
 /// The proof this object's server-side copy can have, or None (stream it).
@@ -226,8 +275,12 @@ async fn single(
         HeaderValue::from_static("REPLACE"),
     );
     add_metadata(&mut headers, &copy::metadata(ctx, src, crc));
-    let body = send(req, &[], headers, "copying on the server (CopyObject)").await?;
-    let etag = copy_result_etag(&body).map_err(Refused::Copy)?;
+    let answer = send(req, &[], headers, "copying on the server (CopyObject)").await?;
+    if let Err(off) = refuse_if_encrypted(&answer) {
+        let _ = ctx.dst.inner.delete(req.path).await;
+        return Err(off);
+    }
+    let etag = copy_result_etag(&answer.body).map_err(Refused::Copy)?;
     if checksum::etag_md5(&etag) != Some(md5) {
         // The copy is not what the source's MD5 says (or its ETag is no MD5): it must not stay
         // where a later run could take it for a verified copy.
@@ -248,6 +301,51 @@ async fn single(
         None,
         None,
     )))
+}
+
+/// One CopyObject of a multipart source, proven only when the answer's ETag is the source's own
+/// multipart ETag (the service kept its parts). Otherwise the copy is deleted, the run learns that
+/// this service rewrites such copies, and `Ok(None)` sends the object to part copies.
+async fn whole(
+    req: &Request<'_>,
+    ss: &ServerSide,
+    src: &Entry,
+    crc: Option<u64>,
+    want: &str,
+) -> Result<Option<Outcome>, Refused> {
+    let ctx = req.ctx;
+    let mut headers = copy_headers(req, None)?;
+    headers.insert(
+        HeaderName::from_static("x-amz-metadata-directive"),
+        HeaderValue::from_static("REPLACE"),
+    );
+    add_metadata(&mut headers, &copy::metadata(ctx, src, crc));
+    let answer = send(
+        req,
+        &[],
+        headers,
+        "copying a multipart object on the server (CopyObject)",
+    )
+    .await?;
+    if let Err(off) = refuse_if_encrypted(&answer) {
+        let _ = ctx.dst.inner.delete(req.path).await;
+        return Err(off);
+    }
+    let etag = copy_result_etag(&answer.body).map_err(Refused::Copy)?;
+    if etag == want {
+        ss.whole.store(WHOLE_KEEPS, Relaxed);
+        return Ok(Some(outcome(src, crc, None, Some(etag), 0, None, None)));
+    }
+    let _ = ctx.dst.inner.delete(req.path).await;
+    if ss.whole.swap(WHOLE_REWRITES, Relaxed) != WHOLE_REWRITES {
+        tracing::info!(
+            target: "moverctl::copy",
+            key = %src.key,
+            "a CopyObject of a multipart object did not keep its ETag here; multipart objects are \
+             copied on the server part by part"
+        );
+    }
+    Ok(None)
 }
 
 /// UploadPartCopy of the source's own ranges, resumable per part, then completion; the result
@@ -281,14 +379,15 @@ async fn parts(
                 ("partNumber".to_string(), (idx + 1).to_string()),
                 ("uploadId".to_string(), id.clone()),
             ];
-            let body = send(
+            let answer = send(
                 req,
                 &query,
                 headers,
                 "copying a part on the server (UploadPartCopy)",
             )
             .await?;
-            let etag = copy_result_etag(&body).map_err(Refused::Copy)?;
+            refuse_if_encrypted(&answer)?;
+            let etag = copy_result_etag(&answer.body).map_err(Refused::Copy)?;
             let rec = PartRecord {
                 idx: idx as u32,
                 content_id: etag.clone(),
@@ -312,7 +411,15 @@ async fn parts(
     .await;
     let mut recs = Vec::with_capacity(copies.len());
     for r in copies {
-        recs.push(r?);
+        match r {
+            Ok(p) => recs.push(p),
+            Err(Refused::Off(why)) => {
+                // The run streams from now on: this upload will not be resumed.
+                copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
+                return Err(Refused::Off(why));
+            }
+            Err(e) => return Err(e),
+        }
     }
     let md5s: Option<Vec<[u8; 16]>> = recs
         .iter()
@@ -487,14 +594,22 @@ fn xml_field(body: &str, name: &str) -> Option<String> {
     Some(body[start..start + len].trim().to_string())
 }
 
+/// A copy request's answer.
+struct Answer {
+    body: String,
+    /// The answer does not say the object is encrypted with SSE-KMS or SSE-C (whose ETags are
+    /// not MD5s).
+    etag_can_be_md5: bool,
+}
+
 /// A presigned PUT to the destination key with `headers` bound to the signature, retried under
-/// the one retry policy; its answer's body.
+/// the one retry policy; its answer.
 async fn send(
     req: &Request<'_>,
     query: &[(String, String)],
     headers: HeaderMap,
     what: &'static str,
-) -> Result<String, Refused> {
+) -> Result<Answer, Refused> {
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
     let client = CLIENT.get_or_init(|| {
         reqwest::Client::builder()
@@ -531,6 +646,8 @@ async fn send(
         let failure = match r.send().await {
             Ok(resp) => {
                 let status = resp.status().as_u16();
+                let etag_can_be_md5 =
+                    crate::store::http::DigestHeaders::of(resp.headers()).s3_etag_can_be_md5();
                 let body = resp.text().await.unwrap_or_default();
                 tracing::debug!(
                     target: "moverctl::http",
@@ -542,7 +659,12 @@ async fn send(
                 );
                 let code = xml_field(&body, "Code").unwrap_or_default();
                 match status {
-                    200..=299 if !body.contains("<Error") => return Ok(body),
+                    200..=299 if !body.contains("<Error") => {
+                        return Ok(Answer {
+                            body,
+                            etag_can_be_md5,
+                        });
+                    }
                     200..=299 if matches!(code.as_str(), "InternalError" | "SlowDown") => {
                         format!("the store answered the copy with {code}")
                     }

@@ -639,8 +639,9 @@ async fn checksum_only() {
 /// Faults of the server-side row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SF {
-    /// Every object's first copy answer (CopyObject, or one UploadPartCopy) carries an ETag that
-    /// is not the source's: a server that wrote other bytes.
+    /// Every object's first copy answer (CopyObject; for a multipart source also one of the part
+    /// copies it then falls back to) carries an ETag that is not the source's: a server that
+    /// wrote other bytes.
     CopyAnswerWrong,
     /// A byte flipped on the first read of every object: only objects that stream are read.
     ReadFlip,
@@ -680,6 +681,17 @@ async fn s3_server_side() {
             let n = o.size.bytes();
             match f {
                 SF::CopyAnswerWrong if !streams(o) => {
+                    if n > 8 * MIB && o.origin != Origin::Single {
+                        // A multipart source: its one CopyObject (then copied part by part) and
+                        // one of its part copies, whichever order they come in.
+                        proxy.add(
+                            "PUT",
+                            &format!("{dst_path}{}", o.key),
+                            "partNumber=1",
+                            PFault::BogusEtag,
+                            1,
+                        );
+                    }
                     proxy.add(
                         "PUT",
                         &format!("{dst_path}{}", o.key),
