@@ -105,6 +105,7 @@ mod tests {
             max_single_put_bytes: 5 << 30,
             equal_part_sizes: false,
             single_part_etag_is_md5: Tristate::Yes,
+            copy_keeps_multipart_etag: Tristate::Unknown,
             checksum_headers: vec![],
             write_requests_per_second: None,
             read_requests_per_second: None,
