@@ -38,6 +38,11 @@ pub struct EngineArgs {
     /// CopyObject / UploadPartCopy: no bytes through here, and --bwlimit does not apply to them).
     #[arg(long)]
     pub no_server_side: bool,
+    /// Upload a large single-part source in parts even where one streamed PUT carrying its MD5
+    /// would do (by default an object of up to 4 parts' size whose source states its MD5 goes in
+    /// one PUT when the destination checks Content-MD5: one request, no MD5 computed here).
+    #[arg(long)]
+    pub no_streamed_put: bool,
     /// Preferred multipart part size (raised to fit the destination's limits).
     #[arg(long)]
     pub part_size: Option<String>,
@@ -391,6 +396,7 @@ pub(super) fn resolve(
             preserve_mtime: e.preserve_mtime,
             size_ahead,
             server_side: !e.no_server_side,
+            stream_single_put: !e.no_streamed_put,
         },
         limits,
         journal_path,

@@ -200,6 +200,11 @@ fn read_range(
     .boxed()
 }
 
+/// The whole source object as a stream, pinned to its listed ETag (see [`read_range`]).
+pub(super) fn read_source(ctx: &Ctx, src: &Entry) -> BoxStream<'static, Result<Bytes, CopyError>> {
+    read_range(ctx, src, 0..src.size, None)
+}
+
 /// Where a read records what the source claims about its bytes (moverctl's CRC64 in metadata,
 /// digest headers).
 type Seen = Arc<Mutex<Claims>>;
@@ -732,6 +737,11 @@ pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         && let Some(out) = super::server_side::copy(ctx, ss, src).await?
     {
         return Ok(out);
+    }
+    if let Upload::Multipart { part_size, .. } = plan
+        && let Some(md5) = super::stream_put::applies(ctx, src, part_size)
+    {
+        return super::stream_put::copy(ctx, src, md5).await;
     }
     let out = match plan {
         Upload::Single => copy_single(ctx, src).await?,

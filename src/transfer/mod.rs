@@ -16,6 +16,7 @@ pub mod filter;
 pub mod local_dest;
 pub mod progress_store;
 pub mod server_side;
+mod stream_put;
 pub mod sync;
 pub mod verification;
 
@@ -118,6 +119,9 @@ pub struct CopyOptions {
     /// Copy on the server where source and destination are one S3 service with the same
     /// credentials (`--no-server-side`: false).
     pub server_side: bool,
+    /// A large single-part source whose MD5 the destination checks on arrival is copied with one
+    /// streamed PUT where that is cheaper than parts ([`stream_put`]; `--no-streamed-put`: false).
+    pub stream_single_put: bool,
 }
 
 /// Requests and bytes, counted as they happen.

@@ -531,7 +531,7 @@ fn copy_headers(
 }
 
 /// moverctl's metadata and storage class as the headers a CopyObject with `REPLACE` takes.
-fn add_metadata(h: &mut HeaderMap, attrs: &object_store::Attributes) {
+pub(super) fn add_metadata(h: &mut HeaderMap, attrs: &object_store::Attributes) {
     for (k, v) in attrs {
         let name = match k {
             Attribute::Metadata(m) => format!("x-amz-meta-{m}"),

@@ -64,6 +64,7 @@ pub fn options() -> CopyOptions {
         preserve_mtime: true,
         size_ahead: false,
         server_side: false,
+        stream_single_put: false,
     }
 }
 

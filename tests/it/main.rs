@@ -27,6 +27,7 @@ mod server_side;
 mod shards;
 mod slurm;
 mod stores;
+mod stream_put;
 mod sync;
 
 use moverctl::catalog::{Catalog, Place};

@@ -1,0 +1,252 @@
+//! One streamed PUT for a large single-part source, where that is cheaper end to end than a
+//! multipart upload.
+//!
+//! When the source states its MD5 (a single-part ETag in the listing) and the destination checks
+//! `Content-MD5` on arrival and answers with an MD5 ETag, the object's GET body is streamed
+//! straight into one PUT that carries the source's own MD5: the destination refuses any byte that
+//! differs from the source's digest, and its ETag is compared after. Nothing is hashed here but the
+//! CRC64 (for the journal), nothing is buffered beyond the chunk in flight, and the copy costs one
+//! request instead of a part per 64 MiB plus two, with no MD5 pass (a multipart copy of such a
+//! source hashes every byte in order to check the source's MD5). Above [`MAX_PARTS_WORTH`]
+//! planned parts, parallel parts shorten the copy of one large object more than this saves.
+//!
+//! The PUT is presigned with the destination's credentials (moverctl's metadata and storage class
+//! bound to the signature; the CRC64 is known only at the end, so it is not in the metadata) and
+//! sent with reqwest; its URL carries a signature and is never printed. A body cannot be sent
+//! twice, so the PUT is not retried in place: a failure fails this attempt and the engine's retry
+//! copies the object again.
+
+use super::copy::{self, CopyError, Ctx, Outcome};
+use super::verification::{ReadCheck, Verification, WriteCheck};
+use crate::checksum::{self, Digests, Hasher};
+use crate::store::http::DigestHeaders;
+use crate::store::list::Entry;
+use futures::StreamExt;
+use object_store::ObjectStoreExt;
+use object_store::signer::{HeaderMap, Method, SignedUrlOptions, Signer};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A source larger than this many planned parts is uploaded in parts (in parallel) instead.
+pub const MAX_PARTS_WORTH: u64 = 4;
+
+/// The source's MD5 when `src` is copied with one streamed PUT (see the module comment).
+pub(super) fn applies(ctx: &Ctx, src: &Entry, planned_part: u64) -> Option<[u8; 16]> {
+    let dst = &ctx.dst;
+    if dst.s3.is_none()
+        || dst.s3_anonymous
+        || dst.local_root.is_some()
+        || !dst.caps.checks_content_md5
+        || !dst.caps.put_etag_is_md5
+        || ctx.opts.verify == super::Verify::Readback
+        || !ctx.opts.stream_single_put
+        || !ctx.sequential_reads
+        || src.size > ctx.opts.dst_limits.max_single_put_bytes
+        || src.size > planned_part.saturating_mul(MAX_PARTS_WORTH)
+    {
+        return None;
+    }
+    if !ctx.src.caps.put_etag_is_md5 {
+        return None;
+    }
+    src.e_tag.as_deref().and_then(checksum::etag_md5)
+}
+
+pub(super) async fn copy(ctx: &Ctx, src: &Entry, md5: [u8; 16]) -> Result<Outcome, CopyError> {
+    use base64::Engine;
+    let what = "writing the destination (one streamed PUT)";
+    let s3 = ctx.dst.s3.as_ref().expect("checked in applies");
+    let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
+        what: "destination key",
+        source: e.into(),
+    })?;
+    let mut headers = HeaderMap::new();
+    super::server_side::add_metadata(&mut headers, &copy::metadata(ctx, src, None));
+    let mut opts = SignedUrlOptions::default();
+    for (k, v) in &headers {
+        opts = opts.with_signed_header(k.clone(), v.clone());
+    }
+    let url = s3
+        .signed_url_opts(Method::PUT, &path, Duration::from_secs(3600), &opts)
+        .await
+        .map_err(|e| CopyError::Store { what, source: e })?;
+
+    ctx.counters
+        .in_flight
+        .lock()
+        .expect("progress lock")
+        .insert(src.key.clone(), (0, src.size));
+    let _in_flight = InFlight(ctx.counters.clone(), src.key.clone());
+
+    // The body: the pinned GET's stream, paced by --bwlimit, hashed (CRC64) and counted. A read
+    // error is kept here so that it is reported as itself (a changed source, a short read), not
+    // as whatever the HTTP client makes of an aborted body.
+    let hasher = Arc::new(Mutex::new(Hasher::new(false)));
+    let read_error: Arc<Mutex<Option<CopyError>>> = Arc::default();
+    let (limits, counters, key, size) = (
+        ctx.limits.clone(),
+        ctx.counters.clone(),
+        src.key.clone(),
+        src.size,
+    );
+    let (h, failed) = (hasher.clone(), read_error.clone());
+    let body = copy::read_source(ctx, src).then(move |chunk| {
+        let (limits, counters, key, h, failed) = (
+            limits.clone(),
+            counters.clone(),
+            key.clone(),
+            h.clone(),
+            failed.clone(),
+        );
+        async move {
+            match chunk {
+                Ok(c) => {
+                    let n = c.len() as u64;
+                    let so_far = {
+                        let mut h = h.lock().expect("hasher lock");
+                        h.update(&c);
+                        h.bytes_so_far()
+                    };
+                    if so_far > size {
+                        let e = CopyError::Mismatch(
+                            "the source returned more bytes than the listing promised".into(),
+                        );
+                        *failed.lock().expect("error slot") = Some(e);
+                        return Err(std::io::Error::other("source too long"));
+                    }
+                    limits.take_bytes(n).await;
+                    counters.read_bytes.fetch_add(n, Relaxed);
+                    if let Some(e) = counters
+                        .in_flight
+                        .lock()
+                        .expect("progress lock")
+                        .get_mut(&key)
+                    {
+                        e.0 += n;
+                    }
+                    Ok(c)
+                }
+                Err(e) => {
+                    *failed.lock().expect("error slot") = Some(e);
+                    Err(std::io::Error::other("reading the source failed"))
+                }
+            }
+        }
+    });
+
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    let client = CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(120))
+            .build()
+            .unwrap_or_default()
+    });
+    ctx.limits.take_request().await;
+    ctx.counters.put.fetch_add(1, Relaxed);
+    let mut req = client
+        .put(url)
+        .header("content-length", src.size)
+        .header(
+            "content-md5",
+            base64::engine::general_purpose::STANDARD.encode(md5),
+        )
+        .body(reqwest::Body::wrap_stream(body));
+    for (k, v) in &headers {
+        req = req.header(k, v);
+    }
+    // A reqwest error would print the presigned URL (a signature): only its kind is kept.
+    let resp = match req.send().await {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(read) = read_error.lock().expect("error slot").take() {
+                return Err(read);
+            }
+            let msg = if e.is_timeout() {
+                "the request timed out"
+            } else if e.is_connect() {
+                "the connection failed"
+            } else {
+                "the connection broke"
+            };
+            return Err(copy::s3_answer_error(what, msg.into(), None));
+        }
+    };
+    let status = resp.status().as_u16();
+    let answer = DigestHeaders::of(resp.headers());
+    let etag = resp
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = resp.text().await.unwrap_or_default();
+    if let Some(read) = read_error.lock().expect("error slot").take() {
+        return Err(read);
+    }
+    if !(200..300).contains(&status) {
+        let code = text
+            .split_once("<Code>")
+            .and_then(|(_, r)| r.split_once("</Code>"))
+            .map(|(c, _)| c.to_string())
+            .unwrap_or_default();
+        if matches!(code.as_str(), "BadDigest" | "InvalidDigest") {
+            return Err(CopyError::Mismatch(format!(
+                "{what}: the store received different bytes than the source's MD5 says ({code})"
+            )));
+        }
+        return Err(copy::s3_answer_error(
+            what,
+            format!("the store answered {status} {code}"),
+            Some(status),
+        ));
+    }
+    ctx.counters.written_bytes.fetch_add(src.size, Relaxed);
+    let d = {
+        let h = hasher.lock().expect("hasher lock").clone();
+        let d = h.finish();
+        Digests {
+            md5: Some(md5),
+            ..d
+        }
+    };
+    if d.bytes != src.size {
+        let _ = ctx.dst.inner.delete(&path).await;
+        return Err(CopyError::Mismatch(format!(
+            "the source returned {} bytes, the listing promised {}",
+            d.bytes, src.size
+        )));
+    }
+    let write = if !answer.s3_etag_can_be_md5() {
+        // SSE-KMS / SSE-C: the ETag is no MD5, and the Content-MD5 the store checked stands.
+        WriteCheck::DestContentMd5
+    } else if etag.as_deref().and_then(checksum::etag_md5) == Some(md5) {
+        WriteCheck::DestMd5
+    } else {
+        let _ = ctx.dst.inner.delete(&path).await;
+        return Err(CopyError::Mismatch(
+            "the destination's ETag after one streamed PUT is not the source's MD5".into(),
+        ));
+    };
+    Ok(Outcome {
+        digests: d,
+        dst_etag: etag,
+        verified_by: Verification::new(ReadCheck::SourceMd5, write),
+        parts: 0,
+        upload_id: None,
+        part_size: None,
+        crc64_known: true,
+        server_side: false,
+    })
+}
+
+/// Removes the object from the in-flight progress however the copy ends.
+struct InFlight(Arc<super::Counters>, String);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.0.in_flight.lock() {
+            m.remove(&self.1);
+        }
+    }
+}
