@@ -151,7 +151,21 @@ fn options(verify: Verify) -> CopyOptions {
         preferred_part: PART,
     };
     o.verify = verify;
+    // As the CLI does by default: a large single-part source whose MD5 an S3 destination checks
+    // goes in one streamed PUT (see `streamed`).
+    o.stream_single_put = true;
     o
+}
+
+/// Whether this object goes in one streamed PUT (`stream_put.rs`): a large single-part source
+/// whose listing states its MD5 (S3, GCS), into S3, under a `--verify` other than readback. That
+/// PUT bypasses object_store, so its write faults are injected at the proxy instead.
+fn streamed(src_kind: K, dst_kind: K, o: &Obj, verify: Verify) -> bool {
+    matches!(src_kind, K::S3 | K::Gcs)
+        && matches!(dst_kind, K::S3 | K::S3Crc)
+        && o.origin == Origin::Single
+        && o.size.bytes() > 8 * MIB
+        && verify != Verify::Readback
 }
 
 /// A store of kind `k` under a fresh prefix: (as the run sees it, direct for seeding/checking).
@@ -310,20 +324,32 @@ async fn seed(k: K, side: &Side, objs: &[Obj]) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn plan_faults(
     f: F,
-    src_kind: K,
+    (src_kind, dst_kind): (K, K),
     objs: &[Obj],
     src_plan: &Plan,
     dst_plan: &Plan,
-    src: &Side,
+    (src, dst): (&Side, &Side),
     proxy: &Proxy,
+    verify: Verify,
 ) {
     for o in objs {
         let n = o.size.bytes();
         match f {
             F::ReadFlip if n > 0 => {
                 src_plan.add(&o.key, Op::Get, Fault::Flip, n / 2, 1);
+            }
+            F::WriteFlip if n > 0 && streamed(src_kind, dst_kind, o, verify) => {
+                let path = dst.proxy_path.as_deref().unwrap();
+                proxy.add(
+                    "PUT",
+                    &format!("{path}{}", o.key),
+                    "",
+                    PFault::FlipRequest,
+                    1,
+                );
             }
             F::WriteFlip if n > 0 => {
                 if n > 8 * MIB {
@@ -439,12 +465,21 @@ async fn source_row_to(src_kind: K, dst_kinds: &[K]) -> Vec<String> {
             };
             let dst = open(&s, dst_kind, None, false, &proxy);
             let (sp, dp) = (Plan::new(), Plan::new());
-            plan_faults(f, src_kind, &objs, &sp, &dp, &src, &proxy);
             let verify = match (f, dst_kind) {
                 (F::ReadFlip, _) => Verify::Strict,
                 (F::WriteFlip, K::Azure) => Verify::Readback,
                 _ => Verify::Auto,
             };
+            plan_faults(
+                f,
+                (src_kind, dst_kind),
+                &objs,
+                &sp,
+                &dp,
+                (&src, &dst),
+                &proxy,
+                verify,
+            );
             let dir = tempfile::tempdir().unwrap();
             let j = dir.path().join("j.sqlite");
             let what = format!("{src_kind:?} -> {dst_kind:?}, {f:?} ({verify:?})");
@@ -460,8 +495,20 @@ async fn source_row_to(src_kind: K, dst_kinds: &[K]) -> Vec<String> {
             match f {
                 F::ReadFlip | F::WriteFlip => {
                     let planned = objs.iter().filter(|o| o.size != Size::Empty).count();
-                    let fired = sp.hits().len() + dp.hits().len();
+                    let at_proxy = proxy
+                        .hits()
+                        .iter()
+                        .filter(|h| h.2 == PFault::FlipRequest)
+                        .count();
+                    let fired = sp.hits().len() + dp.hits().len() + at_proxy;
                     assert_eq!(fired, planned, "{what}: faults fired {fired} of {planned}");
+                    if f == F::WriteFlip {
+                        // A streamed PUT's flipped body is refused by the store (its Content-MD5
+                        // is the source's): a 400, never taken.
+                        for (target, status) in proxy.upstream_statuses() {
+                            assert_eq!(status, 400, "{what}: {target} took a flipped body");
+                        }
+                    }
                 }
                 F::HeadFails => {
                     // Exactly the large objects whose digests take a HEAD to learn fail (all but
@@ -510,17 +557,29 @@ async fn source_row_to(src_kind: K, dst_kinds: &[K]) -> Vec<String> {
                     }
                     // The summary counts them (`no_source_digest`).
                     assert_eq!(out.report.no_source_digest, no_digest_count, "{what}");
+                    for o in objs
+                        .iter()
+                        .filter(|o| streamed(src_kind, dst_kind, o, verify))
+                    {
+                        assert_eq!(
+                            out.copied[&o.key], "source-md5+dest-md5",
+                            "{what}: {} was not copied in one streamed PUT",
+                            o.key
+                        );
+                    }
                     if dst_kind == K::S3Crc {
                         // The checksum-only path: every object is proven by the CRC64 the
                         // destination keeps, and no MD5 is computed where the source states a
                         // CRC (its own CRC64, a stored one, a GCS CRC32C) or is a local file.
                         for o in &objs {
                             let by = &out.copied[&o.key];
-                            assert!(
-                                by.ends_with("+dest-checksum"),
-                                "{what}: {} verified by {by}",
-                                o.key
-                            );
+                            let want = if streamed(src_kind, dst_kind, o, verify) {
+                                // One streamed PUT with the source's MD5: cheaper still.
+                                "source-md5+dest-md5"
+                            } else {
+                                "+dest-checksum"
+                            };
+                            assert!(by.ends_with(want), "{what}: {} verified by {by}", o.key);
                         }
                         let crc_only = |o: &Obj| match o.origin {
                             Origin::Crc | Origin::File => true,
@@ -533,7 +592,12 @@ async fn source_row_to(src_kind: K, dst_kinds: &[K]) -> Vec<String> {
                                 src_kind == K::Gcs
                             }
                         };
-                        for o in objs.iter().filter(|o| crc_only(o) && o.size != Size::Small) {
+                        let hashed_nothing = |o: &&Obj| {
+                            crc_only(o)
+                                && o.size != Size::Small
+                                && !streamed(src_kind, dst_kind, o, verify)
+                        };
+                        for o in objs.iter().filter(hashed_nothing) {
                             let by = &out.copied[&o.key];
                             assert!(
                                 !by.contains("md5") && !by.contains("etag"),
