@@ -512,15 +512,21 @@ pub(super) async fn discover_for(
 pub(super) fn s3_answer_error(what: &'static str, msg: String, status: Option<u16>) -> CopyError {
     CopyError::Store {
         what,
-        source: object_store::Error::Generic {
-            store: "S3",
-            source: match status {
-                Some(status) => Box::new(crate::store::error::HttpStatus {
-                    status,
-                    message: msg,
-                }),
-                None => msg.into(),
-            },
+        source: s3_answer(msg, status),
+    }
+}
+
+/// An S3 answer to one of moverctl's own requests as the store error object_store would give,
+/// so that [`store_err`] classifies it like any other (a refused digest, a failed condition).
+pub(super) fn s3_answer(msg: String, status: Option<u16>) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "S3",
+        source: match status {
+            Some(status) => Box::new(crate::store::error::HttpStatus {
+                status,
+                message: msg,
+            }),
+            None => msg.into(),
         },
     }
 }
@@ -1223,8 +1229,12 @@ type KeptPart = (Vec<Bytes>, tokio::sync::OwnedSemaphorePermit);
 
 /// Adds `bytes` to the in-flight progress of `key`.
 pub(super) fn progress_in_flight(ctx: &Ctx, key: &str, bytes: u64) {
-    if let Some(e) = ctx
-        .counters
+    add_in_flight(&ctx.counters, key, bytes);
+}
+
+/// [`progress_in_flight`] where only the counters are at hand (a `'static` stream).
+pub(super) fn add_in_flight(counters: &Counters, key: &str, bytes: u64) {
+    if let Some(e) = counters
         .in_flight
         .lock()
         .expect("progress lock")
@@ -1786,7 +1796,7 @@ async fn copy_multipart_streaming(
 }
 
 /// Removes a large object from the in-flight progress map however its copy ends.
-struct InFlightGuard(Arc<super::Counters>, String);
+pub(super) struct InFlightGuard(pub(super) Arc<super::Counters>, pub(super) String);
 
 impl Drop for InFlightGuard {
     fn drop(&mut self) {

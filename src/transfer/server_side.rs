@@ -586,7 +586,7 @@ fn copy_result_etag(body: &str) -> Result<String, CopyError> {
         })
 }
 
-fn xml_field(body: &str, name: &str) -> Option<String> {
+pub(super) fn xml_field(body: &str, name: &str) -> Option<String> {
     let open = format!("<{name}>");
     let close = format!("</{name}>");
     let start = body.find(&open)? + open.len();

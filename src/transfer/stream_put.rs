@@ -77,7 +77,7 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, md5: [u8; 16]) -> Result<Outcom
         .lock()
         .expect("progress lock")
         .insert(src.key.clone(), (0, src.size));
-    let _in_flight = InFlight(ctx.counters.clone(), src.key.clone());
+    let _in_flight = copy::InFlightGuard(ctx.counters.clone(), src.key.clone());
 
     // The body: the pinned GET's stream, paced by --bwlimit, hashed (CRC64) and counted. A read
     // error is kept here so that it is reported as itself (a changed source, a short read), not
@@ -117,14 +117,7 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, md5: [u8; 16]) -> Result<Outcom
                     }
                     limits.take_bytes(n).await;
                     counters.read_bytes.fetch_add(n, Relaxed);
-                    if let Some(e) = counters
-                        .in_flight
-                        .lock()
-                        .expect("progress lock")
-                        .get_mut(&key)
-                    {
-                        e.0 += n;
-                    }
+                    copy::add_in_flight(&counters, &key, n);
                     Ok(c)
                 }
                 Err(e) => {
@@ -185,21 +178,10 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, md5: [u8; 16]) -> Result<Outcom
         return Err(read);
     }
     if !(200..300).contains(&status) {
-        let code = text
-            .split_once("<Code>")
-            .and_then(|(_, r)| r.split_once("</Code>"))
-            .map(|(c, _)| c.to_string())
-            .unwrap_or_default();
-        if matches!(code.as_str(), "BadDigest" | "InvalidDigest") {
-            return Err(CopyError::Mismatch(format!(
-                "{what}: the store received different bytes than the source's MD5 says ({code})"
-            )));
-        }
-        return Err(copy::s3_answer_error(
-            what,
-            format!("the store answered {status} {code}"),
-            Some(status),
-        ));
+        // Classified like every store answer: a refused Content-MD5 (the bytes are not the
+        // source's) is an integrity error, tried again; a 412 means the source changed.
+        let code = super::server_side::xml_field(&text, "Code").unwrap_or_default();
+        return Err(refused(what, status, &code));
     }
     ctx.counters.written_bytes.fetch_add(src.size, Relaxed);
     let d = {
@@ -240,13 +222,33 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, md5: [u8; 16]) -> Result<Outcom
     })
 }
 
-/// Removes the object from the in-flight progress however the copy ends.
-struct InFlight(Arc<super::Counters>, String);
+/// A PUT's error answer as a copy error, classified like every store answer (the code in the
+/// form the store's body has it, which is what the classification reads).
+fn refused(what: &'static str, status: u16, code: &str) -> CopyError {
+    copy::store_err(what)(copy::s3_answer(
+        format!("the store answered {status}: <Code>{code}</Code>"),
+        Some(status),
+    ))
+}
 
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if let Ok(mut m) = self.0.in_flight.lock() {
-            m.remove(&self.1);
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_digest_is_an_integrity_error_and_a_failed_condition_a_changed_source() {
+        let e = refused("w", 400, "BadDigest");
+        assert!(matches!(e, CopyError::Mismatch(_)), "{e}");
+        assert!(e.retryable());
+        let e = refused("w", 400, "InvalidDigest");
+        assert!(matches!(e, CopyError::Mismatch(_)), "{e}");
+        assert!(matches!(
+            refused("w", 412, "PreconditionFailed"),
+            CopyError::SourceChanged
+        ));
+        let e = refused("w", 503, "SlowDown");
+        assert_eq!(e.kind(), Some(crate::store::StoreErrorKind::Throttled));
+        let e = refused("w", 403, "AccessDenied");
+        assert!(!e.retryable(), "{e}");
     }
 }

@@ -10,7 +10,7 @@
 
 use super::faults::data;
 use super::faults::proxy::{PFault, Proxy};
-use super::{expect, proxy_remote_toml, remotes, servers, text, unique};
+use super::{expect, has_header, proxy_remote_toml, remotes, servers, text, unique};
 use moverctl::store::Store;
 use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
 use serde_json::Value;
@@ -109,11 +109,8 @@ impl Setup {
         let o = tokio::task::spawn_blocking(move || c.output().unwrap())
             .await
             .unwrap();
-        let v = String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .rfind(|l| l.contains("\"summary\""))
-            .and_then(|l| serde_json::from_str(l).ok())
-            .unwrap_or(Value::Null);
+        expect(&o, 0);
+        let v = super::summary(&o);
         (o, v)
     }
 
@@ -137,10 +134,6 @@ impl Setup {
             })
             .collect()
     }
-}
-
-fn has(h: &[(String, String)], name: &str) -> bool {
-    h.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
 }
 
 fn header<'a>(h: &'a [(String, String)], name: &str) -> Option<&'a str> {
@@ -202,8 +195,11 @@ async fn a_probed_destination_is_written_and_proven_by_crc64_alone() {
     let puts: Vec<_> = writes.iter().filter(|(m, _, _)| m == "PUT").collect();
     assert_eq!(puts.len(), 1 + 3, "{puts:#?}");
     for (_, target, h) in &puts {
-        assert!(has(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
-        assert!(!has(h, "content-md5"), "{target} carried an MD5: {h:?}");
+        assert!(has_header(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
+        assert!(
+            !has_header(h, "content-md5"),
+            "{target} carried an MD5: {h:?}"
+        );
     }
     assert_exact(&format!("garage:{}/{dst}", t.bucket_b), &FILES).await;
 
@@ -220,9 +216,12 @@ async fn a_probed_destination_is_written_and_proven_by_crc64_alone() {
     want.sort();
     assert_eq!(labels(&v), want, "{}", text(&o));
     for (_, target, h) in t.writes_to(&dst2).iter().filter(|(m, _, _)| m == "PUT") {
-        assert!(has(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
+        assert!(has_header(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
         if target.contains("partNumber") {
-            assert!(!has(h, "content-md5"), "{target} carried an MD5: {h:?}");
+            assert!(
+                !has_header(h, "content-md5"),
+                "{target} carried an MD5: {h:?}"
+            );
         }
     }
     assert_exact(
@@ -247,8 +246,11 @@ async fn a_probed_destination_is_written_and_proven_by_crc64_alone() {
         "{v}"
     );
     for (_, target, h) in t.writes_to(&dst3).iter().filter(|(m, _, _)| m == "PUT") {
-        assert!(!has(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
-        assert!(has(h, "content-md5"), "{target}: {h:?}");
+        assert!(
+            !has_header(h, "x-amz-checksum-crc64nvme"),
+            "{target}: {h:?}"
+        );
+        assert!(has_header(h, "content-md5"), "{target}: {h:?}");
     }
 
     // A destination nobody probed (the catalog's onprem entry lists only Content-MD5): MD5.
@@ -260,7 +262,10 @@ async fn a_probed_destination_is_written_and_proven_by_crc64_alone() {
         "{v}"
     );
     for (_, target, h) in t.writes_to(&dst4).iter().filter(|(m, _, _)| m == "PUT") {
-        assert!(!has(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
+        assert!(
+            !has_header(h, "x-amz-checksum-crc64nvme"),
+            "{target}: {h:?}"
+        );
     }
 }
 

@@ -253,6 +253,16 @@ pub fn summary(o: &std::process::Output) -> serde_json::Value {
     v
 }
 
+/// How many objects a `--json` summary counts as verified by `label` (`source-md5+dest-md5`).
+pub fn verified(v: &serde_json::Value, label: &str) -> u64 {
+    v["verified_by"][label].as_u64().unwrap_or(0)
+}
+
+/// Whether a request the fault proxy logged carried a header (any case).
+pub fn has_header(h: &[(String, String)], name: &str) -> bool {
+    h.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
+}
+
 pub fn expect(o: &std::process::Output, code: i32) {
     assert_eq!(o.status.code(), Some(code), "{}", text(o));
 }

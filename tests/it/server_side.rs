@@ -6,7 +6,7 @@
 
 use super::faults::data;
 use super::faults::proxy::{PFault, Proxy};
-use super::{expect, proxy_remote_toml, remotes, servers, text, unique};
+use super::{expect, has_header, proxy_remote_toml, remotes, servers, text, unique, verified};
 use moverctl::store::Store;
 use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
 use serde_json::Value;
@@ -90,6 +90,16 @@ impl Setup {
         (o, v)
     }
 
+    /// Server-side copy requests the proxy saw (CopyObject and UploadPartCopy: PUTs with
+    /// `x-amz-copy-source`).
+    fn copy_requests(&self) -> usize {
+        self.proxy
+            .log()
+            .iter()
+            .filter(|(m, _, h)| m == "PUT" && has_header(h, "x-amz-copy-source"))
+            .count()
+    }
+
     /// Bytes of object data the proxy saw go to or come from the store: request bodies of PUTs
     /// and POSTs (object bytes or XML), and GETs of objects (not listings or HEADs).
     fn object_requests(&self) -> (Vec<String>, u64) {
@@ -120,10 +130,6 @@ fn summary(o: &std::process::Output) -> Value {
         .unwrap_or(Value::Null)
 }
 
-fn verified(v: &Value, label: &str) -> u64 {
-    v["verified_by"][label].as_u64().unwrap_or(0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_service_copies_on_the_server_and_proves_every_object() {
     let Some(t) = setup("ss-copy").await else {
@@ -150,16 +156,7 @@ async fn one_service_copies_on_the_server_and_proves_every_object() {
     let (gets, body) = t.object_requests();
     assert!(gets.is_empty(), "objects were read: {gets:?}");
     assert!(body < 4_096, "{body} bytes of request bodies went through");
-    let copies = t
-        .proxy
-        .log()
-        .into_iter()
-        .filter(|(m, _, h)| {
-            m == "PUT"
-                && h.iter()
-                    .any(|(k, _)| k.eq_ignore_ascii_case("x-amz-copy-source"))
-        })
-        .count();
+    let copies = t.copy_requests();
     // Three CopyObject: Garage keeps a copied object's parts, so the multipart object's copy
     // answers with its own multipart ETag and needs no part copies.
     assert_eq!(copies, 3);
@@ -336,16 +333,7 @@ async fn an_encrypting_destination_turns_server_side_copy_off() {
     expect(&o, 0);
     assert!(t.proxy.unspent().is_empty(), "{:?}", t.proxy.unspent());
     assert_eq!(v["server_side"]["objects"], 0, "{v}");
-    let copies = t
-        .proxy
-        .log()
-        .into_iter()
-        .filter(|(m, _, h)| {
-            m == "PUT"
-                && h.iter()
-                    .any(|(k, _)| k.eq_ignore_ascii_case("x-amz-copy-source"))
-        })
-        .count();
+    let copies = t.copy_requests();
     assert_eq!(
         copies, 1,
         "server-side copies went on after the SSE-KMS answer"

@@ -6,7 +6,7 @@
 
 use super::faults::data;
 use super::faults::proxy::{PFault, Proxy};
-use super::{expect, proxy_remote_toml, remotes, servers, text, unique};
+use super::{expect, has_header, proxy_remote_toml, remotes, servers, text, unique, verified};
 use moverctl::store::Store;
 use object_store::{ObjectStoreExt, PutPayload};
 use serde_json::Value;
@@ -63,11 +63,8 @@ impl Setup {
         let o = tokio::task::spawn_blocking(move || c.output().unwrap())
             .await
             .unwrap();
-        let v = String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .rfind(|l| l.contains("\"summary\""))
-            .and_then(|l| serde_json::from_str(l).ok())
-            .unwrap_or(Value::Null);
+        expect(&o, 0);
+        let v = super::summary(&o);
         (o, v)
     }
 
@@ -94,14 +91,6 @@ impl Setup {
     }
 }
 
-fn has(h: &[(String, String)], name: &str) -> bool {
-    h.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
-}
-
-fn verified(v: &Value, label: &str) -> u64 {
-    v["verified_by"][label].as_u64().unwrap_or(0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_part_source_of_a_few_parts_goes_in_one_streamed_put() {
     let Some(t) = setup("sput").await else {
@@ -124,7 +113,7 @@ async fn a_single_part_source_of_a_few_parts_goes_in_one_streamed_put() {
         assert_eq!(w.len(), 1, "{k}: {w:#?}");
         let (m, tg, h) = w[0];
         assert!(m == "PUT" && !tg.contains("partNumber"), "{tg}");
-        assert!(has(h, "content-md5"), "{tg}: {h:?}");
+        assert!(has_header(h, "content-md5"), "{tg}: {h:?}");
     }
     assert!(
         writes
