@@ -9,6 +9,11 @@
 //! | an MD5 property | Azure `Content-MD5` / `x-ms-blob-content-md5`, GCS `x-goog-hash: md5` | `source-md5` |
 //! | a CRC32C | GCS `x-goog-hash: crc32c` (composite objects have no MD5) | `source-crc32c` |
 //!
+//! An S3 ETag is a digest only of an object that is not encrypted with SSE-KMS (or DSSE-KMS) or
+//! SSE-C: an answer (GET or HEAD) that shows such encryption voids the MD5 and multipart ETag
+//! the listing's ETag gave ([`Claims::void_etag`]), and the object is then checked by what else it
+//! states (a stored CRC, looked for with one HEAD), or by its size.
+//!
 //! Every claim found is checked; the label names the first that applies, in the order
 //! moverctl's CRC64, MD5, multipart ETag, stored CRC64, CRC32C. With none, only the
 //! byte count is checked (`source-size`). On the checksum-only path (the destination checks a
@@ -25,6 +30,10 @@ use md5::Digest as _;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Claims {
     pub md5: Option<[u8; 16]>,
+    /// `md5` is the listing's S3 ETag (not a digest the store states separately).
+    pub md5_is_etag: bool,
+    /// An answer showed the object encrypted with SSE-KMS or SSE-C: its ETag is no digest.
+    pub etag_opaque: bool,
     /// The source's own part size and its multipart ETag (normalised).
     pub parts_etag: Option<(u64, String)>,
     /// moverctl's CRC64 from the source's metadata.
@@ -62,8 +71,28 @@ impl Claims {
         *self == Claims::default()
     }
 
+    /// The object's ETag is no digest of its bytes (an answer showed SSE-KMS or SSE-C): the
+    /// MD5 and multipart ETag taken from it are dropped.
+    pub fn void_etag(&mut self) {
+        self.etag_opaque = true;
+        if self.md5_is_etag {
+            self.md5 = None;
+            self.md5_is_etag = false;
+        }
+        self.parts_etag = None;
+    }
+
+    /// Voids the ETag's claims when `h` (an S3 answer for this object) shows encryption that
+    /// makes ETags opaque.
+    pub fn note_encryption(&mut self, h: &DigestHeaders) {
+        if !h.s3_etag_can_be_md5() {
+            self.void_etag();
+        }
+    }
+
     /// Adds what a response's digest headers state about the whole object.
     pub fn add_headers(&mut self, h: &DigestHeaders, ranged: bool) {
+        self.note_encryption(h);
         if self.md5.is_none() {
             self.md5 = h.whole_md5(ranged);
         }
@@ -244,6 +273,56 @@ mod tests {
                 .check(checksum::crc64_of(&flipped), Some(&h.finish()))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn an_encrypted_objects_etag_is_no_claim() {
+        let data = b"hello world";
+        let h = |sse: &[(&str, &str)]| {
+            DigestHeaders(
+                sse.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        // An SSE-KMS object's ETag (no MD5 of its bytes), and a multipart one.
+        let listed = Claims {
+            md5: Some([7; 16]),
+            md5_is_etag: true,
+            parts_etag: Some((5 << 20, "0123-2".into())),
+            ..Default::default()
+        };
+        let o = Ordered {
+            md5: Some(md5::Md5::digest(data).into()),
+            ..Default::default()
+        };
+        assert!(listed.check(checksum::crc64_of(data), Some(&o)).is_err());
+        for sse in [
+            ("x-amz-server-side-encryption", "aws:kms"),
+            ("x-amz-server-side-encryption", "aws:kms:dsse"),
+            ("x-amz-server-side-encryption-customer-algorithm", "AES256"),
+        ] {
+            let mut c = listed.clone();
+            c.add_headers(&h(&[sse]), false);
+            assert!(
+                c.etag_opaque && c.md5.is_none() && c.parts_etag.is_none(),
+                "{sse:?}"
+            );
+            assert_eq!(
+                c.check(checksum::crc64_of(data), Some(&o)).unwrap(),
+                ReadCheck::SourceSize
+            );
+        }
+        // SSE-S3 ETags are MD5s; an MD5 the store states itself (Azure, GCS) is kept.
+        let mut c = listed.clone();
+        c.add_headers(&h(&[("x-amz-server-side-encryption", "AES256")]), false);
+        assert_eq!(c, listed);
+        let mut azure = Claims {
+            md5: o.md5,
+            ..Default::default()
+        };
+        azure.void_etag();
+        assert_eq!(azure.md5, o.md5);
     }
 
     #[test]

@@ -146,7 +146,7 @@ pub struct Ctx {
 }
 
 /// A byte range of a source object as a stream, pinned to the listed ETag where the store has one.
-fn read_range(
+pub(super) fn read_range(
     ctx: &Ctx,
     src: &Entry,
     range: Range<u64>,
@@ -200,17 +200,10 @@ fn read_range(
     .boxed()
 }
 
-/// The whole source object as a stream, pinned to its listed ETag (see [`read_range`]).
-pub(super) fn read_source(ctx: &Ctx, src: &Entry) -> BoxStream<'static, Result<Bytes, CopyError>> {
-    read_range(ctx, src, 0..src.size, None)
-}
-
 /// Where a read records what the source claims about its bytes (moverctl's CRC64 in metadata,
 /// digest headers).
 type Seen = Arc<Mutex<Claims>>;
 
-/// The read side's label, unless `--verify strict` refuses an object whose cloud source stated
-/// no digest at all.
 /// The read side's verdict: every claim of the source checked against the bytes read.
 ///
 /// A multipart ETag is recomputed with the part size part 1 shows, as if every part but the last
@@ -225,6 +218,23 @@ pub(super) async fn check_source(
     crc64: u64,
     ordered: Option<&claims::Ordered>,
 ) -> Result<ReadCheck, CopyError> {
+    // An encrypted S3 object's ETag proves nothing: one HEAD with checksum mode looks for the
+    // CRC the store keeps for it (S3 stores one for every upload since December 2024).
+    let looked;
+    let claims = match &ctx.src.s3 {
+        Some(s3) if claims.etag_opaque && !claims.states_crc() => {
+            let mut c = claims.clone();
+            if let Some(h) = raw_head(ctx, s3, src, None).await? {
+                c.add_headers(&h, false);
+                if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
+                    c.add_meta_crc64(v);
+                }
+            }
+            looked = c;
+            &looked
+        }
+        _ => claims,
+    };
     let e = match claims.check(crc64, ordered) {
         Ok(label) => return require_digest(ctx, label),
         Err(e) => e,
@@ -406,8 +416,10 @@ pub(super) async fn discover_for(
     head: bool,
     crc_first: bool,
 ) -> Result<Claims, CopyError> {
+    let md5 = source_md5(ctx, src);
     let mut c = Claims {
-        md5: source_md5(ctx, src),
+        md5,
+        md5_is_etag: md5.is_some(),
         ..Default::default()
     };
     if !ctx.src.caps.pins_reads {
@@ -446,16 +458,20 @@ pub(super) async fn discover_for(
             if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
                 c.add_meta_crc64(v);
             }
-            if let (Some(len), Some(e)) = (
+            // An encrypted object's multipart ETag is no MD5 of MD5s: no layout to learn.
+            c.note_encryption(&h);
+            if let (false, Some(len), Some(e)) = (
+                c.etag_opaque,
                 h.get("content-length").and_then(|v| v.parse().ok()),
                 &src.e_tag,
             ) {
                 c.parts_etag = claims::parts_layout(e, src.size, len);
             }
         }
-    } else if head && (c.md5.is_none() || crc_path) {
+    } else if head && (c.md5.is_none() || crc_path || (c.md5_is_etag && ctx.src.s3.is_some())) {
         // Without an MD5 the HEAD finds what else the source states; on the checksum-only path
-        // it looks for a stored CRC64 that makes hashing the MD5 unnecessary.
+        // it looks for a stored CRC64 that makes hashing the MD5 unnecessary; for an MD5 taken
+        // from an S3 ETag it shows whether that ETag is one (not for SSE-KMS or SSE-C objects).
         let optional = c.md5.is_some();
         if let Some(s3) = &ctx.src.s3 {
             match raw_head(ctx, s3, src, None).await {
@@ -538,7 +554,7 @@ pub(super) fn s3_answer(msg: String, status: Option<u16>) -> object_store::Error
 /// [`crate::store::retry`], and then are an error: the copy must not go on without the digests
 /// this HEAD would have found (it would verify by size alone). `Ok(None)` only where the store
 /// answers that it does not support the request (400, 405, 501: no part layout to learn).
-async fn raw_head(
+pub(super) async fn raw_head(
     ctx: &Ctx,
     s3: &object_store::aws::AmazonS3,
     src: &Entry,
@@ -746,8 +762,9 @@ pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     }
     if let Upload::Multipart { part_size, .. } = plan
         && let Some(md5) = super::stream_put::applies(ctx, src, part_size)
+        && let Some(out) = super::stream_put::copy(ctx, src, md5).await?
     {
-        return super::stream_put::copy(ctx, src, md5).await;
+        return Ok(out);
     }
     let out = match plan {
         Upload::Single => copy_single(ctx, src).await?,
@@ -787,11 +804,18 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         Some(seen.clone()),
     )
     .await?;
+    let mut claims = seen.lock().expect("claims lock").clone();
+    // The GET's answer may have shown the ETag handed over to be no MD5 (an SSE-KMS or SSE-C
+    // object): then the MD5 sent is computed from the bytes held.
+    let handover = handover.filter(|m| claims.md5 == Some(*m));
     if handover.is_some() {
         d.md5 = handover;
     }
-    let mut claims = seen.lock().expect("claims lock").clone();
-    if crc_w.is_some() && !claims.prefer_crc() && claims.md5.is_some() && d.md5.is_none() {
+    let need_md5 = match crc_w {
+        Some(_) => !claims.prefer_crc() && claims.md5.is_some(),
+        None => true,
+    };
+    if need_md5 && d.md5.is_none() {
         let mut h = <md5::Md5 as md5::Digest>::new();
         for c in &chunks {
             md5::Digest::update(&mut h, c);

@@ -285,6 +285,16 @@ async fn single(
         // The copy is not what the source's MD5 says (or its ETag is no MD5): it must not stay
         // where a later run could take it for a verified copy.
         let _ = ctx.dst.inner.delete(req.path).await;
+        // A source encrypted with SSE-KMS or SSE-C has ETags that are no MD5s (one HEAD tells):
+        // no copy of this run could be proven by them.
+        if let Some(s3) = &ctx.src.s3
+            && let Ok(Some(h)) = copy::raw_head(ctx, s3, src, None).await
+            && !h.s3_etag_can_be_md5()
+        {
+            return Err(Refused::Off(
+                "the source is encrypted with SSE-KMS or SSE-C, whose ETags prove nothing".into(),
+            ));
+        }
         tracing::warn!(
             target: "moverctl::copy",
             key = %src.key,

@@ -53,9 +53,32 @@ pub(super) fn applies(ctx: &Ctx, src: &Entry, planned_part: u64) -> Option<[u8; 
     src.e_tag.as_deref().and_then(checksum::etag_md5)
 }
 
-pub(super) async fn copy(ctx: &Ctx, src: &Entry, md5: [u8; 16]) -> Result<Outcome, CopyError> {
+/// Copies `src` with one streamed PUT carrying `md5` (its listing's ETag); None when the GET's
+/// answer shows that ETag to be no MD5 (an SSE-KMS or SSE-C object): the caller copies it in
+/// parts, hashing what it reads.
+pub(super) async fn copy(
+    ctx: &Ctx,
+    src: &Entry,
+    md5: [u8; 16],
+) -> Result<Option<Outcome>, CopyError> {
     use base64::Engine;
     let what = "writing the destination (one streamed PUT)";
+    // The GET first: its answer says whether the ETag is an MD5 at all, before it is sent as one.
+    let seen = Arc::new(Mutex::new(super::claims::Claims::default()));
+    let mut source = copy::read_range(ctx, src, 0..src.size, Some(seen.clone()));
+    let first = match source.next().await {
+        Some(Err(e)) => return Err(e),
+        first => first,
+    };
+    if seen.lock().expect("claims lock").etag_opaque {
+        tracing::debug!(
+            target: "moverctl::copy",
+            key = %src.key,
+            "the source is encrypted with SSE-KMS or SSE-C (its ETag is no MD5): copied in parts"
+        );
+        return Ok(None);
+    }
+    let source = futures::stream::iter(first).chain(source);
     let s3 = ctx.dst.s3.as_ref().expect("checked in applies");
     let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "destination key",
@@ -91,7 +114,7 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, md5: [u8; 16]) -> Result<Outcom
         src.size,
     );
     let (h, failed) = (hasher.clone(), read_error.clone());
-    let body = copy::read_source(ctx, src).then(move |chunk| {
+    let body = source.then(move |chunk| {
         let (limits, counters, key, h, failed) = (
             limits.clone(),
             counters.clone(),
@@ -210,7 +233,7 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, md5: [u8; 16]) -> Result<Outcom
             "the destination's ETag after one streamed PUT is not the source's MD5".into(),
         ));
     };
-    Ok(Outcome {
+    Ok(Some(Outcome {
         digests: d,
         dst_etag: etag,
         verified_by: Verification::new(ReadCheck::SourceMd5, write),
@@ -219,7 +242,7 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, md5: [u8; 16]) -> Result<Outcom
         part_size: None,
         crc64_known: true,
         server_side: false,
-    })
+    }))
 }
 
 /// A PUT's error answer as a copy error, classified like every store answer (the code in the

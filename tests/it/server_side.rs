@@ -350,6 +350,46 @@ async fn an_encrypting_destination_turns_server_side_copy_off() {
     super::copy::assert_same(&t.src, &t.dst(&dst)).await;
 }
 
+/// A source encrypted with SSE-KMS: its ETags are no MD5s (AWS documents it), so the copy's MD5
+/// ETag cannot match the source's. Garage keeps MD5 ETags, so the proxy answers the source's GETs
+/// and HEADs as AWS does for such objects and the CopyObject of the first single object with an
+/// ETag other than the listed one. The multipart object (first in key order) is streamed at once
+/// (its part-1 HEAD shows the encryption); the first single object's copy is deleted, one HEAD
+/// of the source shows why, and the run streams from then on: one CopyObject in all, not one per
+/// object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_encrypted_source_turns_server_side_copy_off() {
+    let Some(t) = setup("ss-kms-src").await else {
+        return;
+    };
+    let dst = unique("ss-kms-src-dst");
+    for m in ["GET", "HEAD"] {
+        let at = format!("/{}/{}/", t.bucket_a, t.prefix);
+        t.proxy.add(m, &at, "", PFault::SourceKms, u32::MAX);
+    }
+    t.proxy.add(
+        "PUT",
+        &format!("{dst}/{}", SINGLE_A.0),
+        "",
+        PFault::BogusEtag,
+        1,
+    );
+    let (o, v) = t.copy(&dst, &["--transfers", "1"]).await;
+    expect(&o, 0);
+    assert_eq!(v["server_side"]["objects"], 0, "{v}");
+    assert_eq!(t.copy_requests(), 1, "{}", text(&o));
+    assert!(
+        text(&o).contains("the source is encrypted"),
+        "the run does not say why it streams: {}",
+        text(&o)
+    );
+    assert_eq!(
+        v["bytes_read"].as_u64(),
+        Some(SINGLE_A.1 + SINGLE_B.1 + MULTI.1)
+    );
+    super::copy::assert_same(&t.src, &t.dst(&dst)).await;
+}
+
 /// Two different services (two Garage clusters): nothing can be copied on the server, and the
 /// run streams as before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -36,6 +36,9 @@ pub enum PFault {
     KmsEtag,
     /// The same ETag rewrite without the encryption header: a store that claims other content.
     BogusEtag,
+    /// A successful GET or HEAD answered with `x-amz-server-side-encryption: aws:kms` added, as
+    /// AWS answers for an SSE-KMS object (whose ETag AWS documents as no MD5 of its data).
+    SourceKms,
     /// Answer `500 InternalError` with an S3 XML error body; the upstream never sees the request.
     ServerError,
     /// Answer `403 AccessDenied` with an S3 XML error body (credentials revoked); the upstream
@@ -488,7 +491,14 @@ async fn serve(
     {
         return rewrite_list(client, up, resp, rrest, f, &ListQuery::of(&target)).await;
     }
-    client.write_all(&resp.closing()).await?;
+    if ok && fault == Some(PFault::SourceKms) && (method == "GET" || method == "HEAD") {
+        let mut head = resp.closing();
+        head.truncate(head.len() - 2);
+        head.extend_from_slice(b"x-amz-server-side-encryption: aws:kms\r\n\r\n");
+        client.write_all(&head).await?;
+    } else {
+        client.write_all(&resp.closing()).await?;
+    }
     let len = resp.content_length();
     let faulted = ok && len > 1 && method == "GET";
     match fault {
