@@ -123,7 +123,7 @@ pub fn parse_partial(name: &str) -> Option<(u32, &str)> {
 
 /// Whether the writer of a temporary file is gone: a process of this host that no longer
 /// exists. Files of other hosts (a shared file system) are left to them.
-fn writer_gone(pid: u32, host: &str) -> bool {
+pub fn writer_gone(pid: u32, host: &str) -> bool {
     if host != host_name() {
         return false;
     }

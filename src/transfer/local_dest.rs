@@ -17,6 +17,16 @@
 //! - a cloud source whose digest needs every byte in order (a plain MD5, a CRC32C): one GET,
 //!   hashed as it streams, the writes running behind it.
 //!
+//! Resume after a crash: a large object read by parts (a local source, or ranged GETs) is
+//! journaled as it goes — the temporary file's name as the object's upload, and each part's
+//! CRC64 once it is written. A run killed part way (`kill -9`, an OOM kill, a node lost) leaves the
+//! file; the next run adopts it before its listing would sweep it ([`adopt_partials`]), reads
+//! back each journaled part and keeps the parts whose bytes still have the journaled CRC64 (a part
+//! a crash lost or tore is fetched again), and fetches only the rest. The same source version,
+//! size and part size are required, as for a multipart upload. A copy that fails with an error
+//! (not a crash) removes its file and starts afresh next time. An object read with one GET
+//! (its digest needs the bytes in order) is copied again from the start.
+//!
 //! Durability (`--fsync`): `object` (default) syncs the file's data and its folder entry before
 //! the object is journaled as done; `end` syncs the destination file system once when the run
 //! ends (a crash before that may lose objects the journal calls done: the next run, trusting the
@@ -32,6 +42,7 @@ use super::copy::{CopyError, Ctx, Outcome, check_source, discover, store_err};
 use super::verification::{Verification, WriteCheck};
 use super::{Fsync, Verify};
 use crate::checksum::{self, Digests, Hasher, META_CRC64, META_MODE, META_MTIME};
+use crate::journal::{Journal, JournalError, ObjectRecord, PartRecord, State};
 use crate::store::http::DigestHeaders;
 use crate::store::list::Entry;
 use bytes::Bytes;
@@ -471,6 +482,216 @@ enum Reads {
 /// Copies one object into a local destination folder (see the module comment). `part` is the
 /// part size the plan chose (None: a small object, one part).
 pub(super) async fn copy(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome, CopyError> {
+    let r = copy_file(ctx, src, part).await;
+    if r.is_err()
+        && let Some(j) = &ctx.journal
+    {
+        // The temporary file went with the error (only a killed run leaves one to resume): the
+        // journal's row of it goes too, so that the failure is journaled as one.
+        let j = j.lock().expect("journal lock");
+        if j.get(&src.key)?.is_some_and(|r| carries_partial(&r)) {
+            j.forget(&src.key)?;
+        }
+    }
+    r
+}
+
+/// Whether a journal row is a local copy in progress: its upload is a temporary file's name.
+fn carries_partial(r: &ObjectRecord) -> bool {
+    r.state == State::Copying
+        && r.upload_id
+            .as_deref()
+            .is_some_and(|n| crate::store::local::parse_partial(n).is_some())
+}
+
+/// Before a run lists a local destination (whose walk removes temporary files of writers that
+/// are gone), each temporary file the journal names as a copy in progress is renamed to one of
+/// this process and the journal follows, so it survives the walk and the copy resumes from it.
+/// A file that is gone (or still has a live writer) leaves the row as it is: the copy finds no
+/// file and starts again.
+pub(super) fn adopt_partials(
+    dst: &crate::store::Store,
+    j: &mut Journal,
+) -> Result<u64, JournalError> {
+    let Some(root) = &dst.local_root else {
+        return Ok(0);
+    };
+    let mut adopted = 0;
+    for (key, name) in j.open_uploads()? {
+        let Some((pid, host)) = crate::store::local::parse_partial(&name) else {
+            continue;
+        };
+        if !crate::store::local::writer_gone(pid, host) {
+            continue;
+        }
+        let Ok(path) = dst.path_of(&key) else {
+            continue;
+        };
+        let dest = root.join(path.as_ref());
+        let (Some(dir), Some(file)) = (dest.parent(), dest.file_name().and_then(|n| n.to_str()))
+        else {
+            continue;
+        };
+        let fresh = crate::store::local::partial_name(file);
+        if std::fs::rename(dir.join(&name), dir.join(&fresh)).is_err() {
+            continue;
+        }
+        if let Some(mut r) = j.get(&key)? {
+            r.upload_id = Some(fresh);
+            j.put_all(&[r])?;
+            adopted += 1;
+        }
+    }
+    Ok(adopted)
+}
+
+/// The temporary file of a large object read by parts, and the parts a killed run journaled in
+/// it (by index); a new, journaled one when there is none to resume (or it is of another
+/// source version, size or part size).
+async fn resumable_partial(
+    ctx: &Ctx,
+    src: &Entry,
+    dest: &Path,
+    part: u64,
+    n: usize,
+) -> Result<(Partial, Vec<Option<PartRecord>>), CopyError> {
+    let j = ctx
+        .journal
+        .as_ref()
+        .expect("resumable copies are journaled");
+    let dir = dest.parent().expect("a destination file has a folder");
+    let (rec, journaled) = {
+        let j = j.lock().expect("journal lock");
+        (j.get(&src.key)?, j.parts(&src.key)?)
+    };
+    if let Some(r) = rec.filter(carries_partial) {
+        let name = r.upload_id.clone().expect("checked by carries_partial");
+        let tmp = dir.join(&name);
+        if r.size == src.size && r.src_etag == src.e_tag && r.part_size == Some(part) {
+            let (t, size) = (tmp.clone(), src.size);
+            let opened = blocking(move || {
+                Ok(std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&t)
+                    .ok()
+                    .filter(|f| f.metadata().is_ok_and(|m| m.is_file() && m.len() == size)))
+            })
+            .await?;
+            if let Some(f) = opened {
+                let mut done = vec![None; n];
+                for p in journaled {
+                    if let Some(slot) = done.get_mut(p.idx as usize) {
+                        *slot = Some(p);
+                    }
+                }
+                let p = Partial {
+                    tmp,
+                    file: Arc::new(f),
+                    renamed: false,
+                };
+                return Ok((p, done));
+            }
+        }
+        // Another version of the source or another part size: never stitched.
+        let _ = std::fs::remove_file(&tmp);
+        j.lock().expect("journal lock").forget(&src.key)?;
+    }
+    let (d, size) = (dest.to_path_buf(), src.size);
+    let partial = blocking(move || create_partial(&d, size)).await?;
+    let name = partial
+        .tmp
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("temporary names are UTF-8")
+        .to_string();
+    j.lock().expect("journal lock").put_all(&[ObjectRecord {
+        key: src.key.clone(),
+        size: src.size,
+        src_etag: src.e_tag.clone(),
+        src_mtime: Some(src.last_modified.to_rfc3339()),
+        state: State::Copying,
+        crc64: None,
+        md5: None,
+        dst_etag: None,
+        verified_by: None,
+        attempts: 1,
+        error: None,
+        upload_id: Some(name),
+        part_size: Some(part),
+    }])?;
+    Ok((partial, vec![None; n]))
+}
+
+/// A part a killed run wrote, read back from the temporary file: kept when its bytes still have
+/// the CRC64 journaled for them (with `piece_md5`, the MD5s of the source's parts in it come from
+/// the same read), else None and the part is fetched again.
+async fn reuse_part(
+    ctx: &Ctx,
+    src: &Entry,
+    file: &Arc<File>,
+    dest: &Path,
+    range: Range<u64>,
+    rec: Option<&PartRecord>,
+    piece_md5: Option<u64>,
+) -> Result<Option<(Digests, Vec<[u8; 16]>)>, CopyError> {
+    let Some(rec) = rec.filter(|r| r.size == range.end - range.start) else {
+        return Ok(None);
+    };
+    let (f, shown) = (file.clone(), dest.to_path_buf());
+    let (d, md5s) = blocking(move || {
+        let mut h = Hasher::new(false);
+        let mut pieces = piece_md5.map(PieceMd5s::new);
+        let mut buf = vec![0u8; BLOCK];
+        let mut off = range.start;
+        while off < range.end {
+            let want = ((range.end - off) as usize).min(BLOCK);
+            f.read_exact_at(&mut buf[..want], off)
+                .map_err(read_err(&shown))?;
+            h.update(&buf[..want]);
+            if let Some(p) = &mut pieces {
+                p.update(&buf[..want]);
+            }
+            off += want as u64;
+        }
+        Ok((
+            h.finish(),
+            pieces.map(PieceMd5s::finish).unwrap_or_default(),
+        ))
+    })
+    .await?;
+    if checksum::crc64_hex(d.crc64) != rec.crc64 {
+        return Ok(None);
+    }
+    ctx.counters.resumed_parts.fetch_add(1, Relaxed);
+    progress(ctx, src, d.bytes);
+    Ok(Some((d, md5s)))
+}
+
+/// Journals a part written into a resumable temporary file (`name`).
+fn journal_part(
+    ctx: &Ctx,
+    src: &Entry,
+    name: Option<&str>,
+    idx: usize,
+    d: &Digests,
+) -> Result<(), CopyError> {
+    if let (Some(j), Some(name)) = (&ctx.journal, name) {
+        j.lock().expect("journal lock").put_part(
+            &src.key,
+            &PartRecord {
+                idx: idx as u32,
+                content_id: name.to_string(),
+                crc64: checksum::crc64_hex(d.crc64),
+                md5: None,
+                size: d.bytes,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome, CopyError> {
     let root = ctx
         .dst
         .local_root
@@ -529,8 +750,26 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Ou
     };
     let parts = ranges(size, part);
 
-    let d2 = dest.clone();
-    let partial = blocking(move || create_partial(&d2, size)).await?;
+    // Parts read independently are journaled as they are written, so a killed run resumes.
+    let (partial, carried) = if parts.len() > 1
+        && ctx.journal.is_some()
+        && !ctx.opts.dry_run
+        && !matches!(reads, Reads::Stream)
+    {
+        let (p, c) = resumable_partial(ctx, src, &dest, part, parts.len()).await?;
+        (p, Some(c))
+    } else {
+        let d2 = dest.clone();
+        (blocking(move || create_partial(&d2, size)).await?, None)
+    };
+    let journaled_as = carried.as_ref().and_then(|_| {
+        partial
+            .tmp
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+    });
+    let carried_part = |i: usize| carried.as_ref().and_then(|c| c[i].as_ref());
     let large = parts.len() > 1;
     if large {
         ctx.counters
@@ -568,13 +807,20 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Ou
             let results: Vec<(usize, Digests)> = stream::iter(parts.iter().cloned().enumerate())
                 .map(|(i, r)| {
                     let (f, sp, file, dest) = (f, sp, &partial.file, &dest);
+                    let (carried, name) = (carried_part(i), journaled_as.as_deref());
                     async move {
                         let _permit = ctx
                             .buffers
                             .acquire_many(((BLOCK >> 20) as u32).clamp(1, ctx.buffer_mib))
                             .await
                             .expect("buffer semaphore open");
+                        if let Some((d, _)) =
+                            reuse_part(ctx, src, file, dest, r.clone(), carried, None).await?
+                        {
+                            return Ok((i, d));
+                        }
                         let d = copy_local_range(ctx, src, f, sp, file, dest, r).await?;
+                        journal_part(ctx, src, name, i, &d)?;
                         Ok::<_, CopyError>((i, d))
                     }
                 })
@@ -590,16 +836,24 @@ pub(super) async fn copy(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Ou
                 stream::iter(parts.iter().cloned().enumerate())
                     .map(|(i, r)| {
                         let (file, dest, answer) = (&partial.file, &dest, answer.clone());
+                        let (carried, name) = (carried_part(i), journaled_as.as_deref());
                         async move {
                             let _permit = ctx
                                 .buffers
                                 .acquire_many(mib.min(ctx.buffer_mib))
                                 .await
                                 .expect("buffer semaphore open");
+                            if let Some((d, m)) =
+                                reuse_part(ctx, src, file, dest, r.clone(), carried, src_part)
+                                    .await?
+                            {
+                                return Ok((i, d, m));
+                            }
                             let (a, s) = get(ctx, src, Some(r.clone())).await?;
                             answer.lock().expect("answer lock").get_or_insert(a);
                             let (d, m) =
                                 write_stream(ctx, src, file, dest, r, s, src_part, None).await?;
+                            journal_part(ctx, src, name, i, &d)?;
                             Ok::<_, CopyError>((i, d, m))
                         }
                     })

@@ -377,6 +377,13 @@ impl Run {
             stop,
         } = self;
         let journal = journal.map(|j| Arc::new(Mutex::new(j)));
+        // A killed run's temporary files in a local destination, taken over before the
+        // destination's walk would remove them, so that their copies resume.
+        if let Some(j) = &journal
+            && !opts.dry_run
+        {
+            local_dest::adopt_partials(&dst, &mut j.lock().expect("journal lock"))?;
+        }
         let src_is_cloud = !src.caps.in_process;
         // Slow-down answers object_store retried by itself still shrink the window.
         for s in [&src, &dst] {
