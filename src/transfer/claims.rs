@@ -169,6 +169,7 @@ pub struct Ordered {
 }
 
 /// Hashes an object's bytes in order for the claims that need it.
+#[derive(Clone)]
 pub struct InOrder {
     md5: Option<md5::Md5>,
     /// (part size, bytes in the current part, its MD5, MD5s of finished parts)

@@ -24,8 +24,10 @@
 //! back each journaled part and keeps the parts whose bytes still have the journaled CRC64 (a part
 //! a crash lost or tore is fetched again), and fetches only the rest. The same source version,
 //! size and part size are required, as for a multipart upload. A copy that fails with an error
-//! (not a crash) removes its file and starts afresh next time. An object read with one GET
-//! (its digest needs the bytes in order) is copied again from the start.
+//! (not a crash) removes its file and starts afresh next time. An object read with one GET (its
+//! digest needs the bytes in order) is journaled in parts of the plan's part size as the writes
+//! behind them complete ([`Checkpoints`]); it resumes from the longest run of kept parts from its
+//! first byte, read back through its in-order digests, and one ranged GET fetches the rest.
 //!
 //! Durability (`--fsync`): `object` (default) syncs the file's data and its folder entry before
 //! the object is journaled as done; `end` syncs the destination file system once when the run
@@ -307,6 +309,58 @@ impl PieceMd5s {
     }
 }
 
+/// The parts of an object written as one stream, journaled as the writes behind them complete
+/// (so that a killed run resumes from the last of them).
+struct Checkpoints<'a> {
+    /// The temporary file's name, as journaled.
+    name: &'a str,
+    part: u64,
+    /// Absolute offset of the next byte hashed, and the CRC64 of its part so far.
+    at: u64,
+    cur: Hasher,
+    /// Finished parts whose writes may still be in flight: (index, digests, end offset).
+    waiting: Vec<(usize, Digests, u64)>,
+}
+
+impl<'a> Checkpoints<'a> {
+    fn new(name: &'a str, part: u64, from: u64) -> Self {
+        Checkpoints {
+            name,
+            part,
+            at: from,
+            cur: Hasher::new(false),
+            waiting: Vec::new(),
+        }
+    }
+
+    fn update(&mut self, mut c: &[u8]) {
+        while !c.is_empty() {
+            let room = (self.part - self.at % self.part) as usize;
+            let take = room.min(c.len());
+            self.cur.update(&c[..take]);
+            self.at += take as u64;
+            c = &c[take..];
+            if self.at.is_multiple_of(self.part) {
+                let h = std::mem::replace(&mut self.cur, Hasher::new(false));
+                let idx = (self.at / self.part - 1) as usize;
+                self.waiting.push((idx, h.finish(), self.at));
+            }
+        }
+    }
+
+    /// Every byte before `off` is written: the parts that end there are journaled.
+    fn written_to(&mut self, ctx: &Ctx, src: &Entry, off: u64) -> Result<(), CopyError> {
+        while let Some((idx, d, end)) = self.waiting.first().cloned() {
+            if end > off {
+                break;
+            }
+            journal_part(ctx, src, Some(self.name), idx, &d)?;
+            self.waiting.remove(0);
+        }
+        Ok(())
+    }
+}
+
 /// Writes a stream of bytes at `range` of the file, hashing each chunk (CRC64, the MD5 of each
 /// `piece_md5`-sized piece when given, and the object's in-order digests when given) before it
 /// is written; one write runs while the next batch is gathered. The stream must hold exactly the
@@ -321,6 +375,7 @@ async fn write_stream(
     mut s: BoxStream<'static, Result<Bytes, CopyError>>,
     piece_md5: Option<u64>,
     mut in_order: Option<&mut InOrder>,
+    mut checkpoints: Option<&mut Checkpoints<'_>>,
 ) -> Result<(Digests, Vec<[u8; 16]>), CopyError> {
     let mut h = Hasher::new(false);
     let mut pieces = piece_md5.map(PieceMd5s::new);
@@ -350,6 +405,9 @@ async fn write_stream(
                 if let Some(w) = in_order.as_deref_mut() {
                     w.update(&c);
                 }
+                if let Some(k) = checkpoints.as_deref_mut() {
+                    k.update(&c);
+                }
                 ctx.counters.read_bytes.fetch_add(c.len() as u64, Relaxed);
                 batched += c.len();
                 batch.push(c);
@@ -359,6 +417,9 @@ async fn write_stream(
         if batched >= BATCH || (done && batched > 0) {
             if let Some(p) = pending.take() {
                 p.await.expect("write task does not panic")?;
+                if let Some(k) = checkpoints.as_deref_mut() {
+                    k.written_to(ctx, src, off)?;
+                }
             }
             let bufs = std::mem::take(&mut batch);
             let n = batched as u64;
@@ -377,6 +438,9 @@ async fn write_stream(
     }
     if let Some(p) = pending.take() {
         p.await.expect("write task does not panic")?;
+        if let Some(k) = checkpoints {
+            k.written_to(ctx, src, off)?;
+        }
     }
     let d = h.finish();
     if d.bytes != range.end - range.start {
@@ -668,6 +732,44 @@ async fn reuse_part(
     Ok(Some((d, md5s)))
 }
 
+/// [`reuse_part`] for an object read as one stream: the part's bytes also go through the
+/// in-order digests (a copy of `in_order`, returned with the part's digests when it is kept).
+async fn reuse_in_order(
+    ctx: &Ctx,
+    src: &Entry,
+    file: &Arc<File>,
+    dest: &Path,
+    range: Range<u64>,
+    rec: &PartRecord,
+    in_order: &InOrder,
+) -> Result<Option<(Digests, InOrder)>, CopyError> {
+    if rec.size != range.end - range.start {
+        return Ok(None);
+    }
+    let (f, shown, mut w) = (file.clone(), dest.to_path_buf(), in_order.clone());
+    let (d, w) = blocking(move || {
+        let mut h = Hasher::new(false);
+        let mut buf = vec![0u8; BLOCK];
+        let mut off = range.start;
+        while off < range.end {
+            let want = ((range.end - off) as usize).min(BLOCK);
+            f.read_exact_at(&mut buf[..want], off)
+                .map_err(read_err(&shown))?;
+            h.update(&buf[..want]);
+            w.update(&buf[..want]);
+            off += want as u64;
+        }
+        Ok((h.finish(), w))
+    })
+    .await?;
+    if checksum::crc64_hex(d.crc64) != rec.crc64 {
+        return Ok(None);
+    }
+    ctx.counters.resumed_parts.fetch_add(1, Relaxed);
+    progress(ctx, src, d.bytes);
+    Ok(Some((d, w)))
+}
+
 /// Journals a part written into a resumable temporary file (`name`).
 fn journal_part(
     ctx: &Ctx,
@@ -692,6 +794,7 @@ fn journal_part(
 }
 
 async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome, CopyError> {
+    let plan_part = part;
     let root = ctx
         .dst
         .local_root
@@ -750,18 +853,22 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
     };
     let parts = ranges(size, part);
 
-    // Parts read independently are journaled as they are written, so a killed run resumes.
-    let (partial, carried) = if parts.len() > 1
-        && ctx.journal.is_some()
-        && !ctx.opts.dry_run
-        && !matches!(reads, Reads::Stream)
-    {
-        let (p, c) = resumable_partial(ctx, src, &dest, part, parts.len()).await?;
-        (p, Some(c))
-    } else {
-        let d2 = dest.clone();
-        (blocking(move || create_partial(&d2, size)).await?, None)
+    // Large objects are journaled part by part as they are written, so a killed run resumes:
+    // parts read independently as they complete, an object read as one stream in parts of the
+    // plan's size as the writes behind them complete.
+    let (journal_part_size, journal_parts) = match (&reads, plan_part) {
+        (Reads::Stream, Some(p)) => (p, ranges(size, p)),
+        _ => (part, parts.clone()),
     };
+    let (partial, carried) =
+        if journal_parts.len() > 1 && ctx.journal.is_some() && !ctx.opts.dry_run {
+            let (p, c) =
+                resumable_partial(ctx, src, &dest, journal_part_size, journal_parts.len()).await?;
+            (p, Some(c))
+        } else {
+            let d2 = dest.clone();
+            (blocking(move || create_partial(&d2, size)).await?, None)
+        };
     let journaled_as = carried.as_ref().and_then(|_| {
         partial
             .tmp
@@ -790,18 +897,71 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
                 .acquire_many(mib.min(ctx.buffer_mib))
                 .await
                 .expect("buffer semaphore open");
-            let (a, s) = get(ctx, src, None).await?;
+            // The longest run of a killed run's parts from the first byte whose bytes still
+            // have their journaled CRC64, read back in order and hashed for every in-order
+            // digest the object may be checked by (its claims are known after the GET).
+            let mut kept = 0u64;
+            let mut kept_crc: Option<u64> = None;
+            let mut w = None;
+            if let Some(c) = &carried {
+                let mut all = InOrder::new(&Claims {
+                    md5: Some([0; 16]),
+                    crc32c: Some(0),
+                    parts_etag: claims.parts_etag.clone(),
+                    ..Default::default()
+                });
+                for (i, r) in journal_parts.iter().enumerate() {
+                    let Some(rec) = c[i].as_ref() else {
+                        break;
+                    };
+                    let Some((d, next)) =
+                        reuse_in_order(ctx, src, &partial.file, &dest, r.clone(), rec, &all)
+                            .await?
+                    else {
+                        break;
+                    };
+                    all = next;
+                    kept_crc = Some(match kept_crc {
+                        None => d.crc64,
+                        Some(k) => checksum::crc64_combine(k, d.crc64, d.bytes),
+                    });
+                    kept = r.end;
+                }
+                if kept > 0 {
+                    w = Some(all);
+                }
+            }
+            let (a, s) = get(ctx, src, (kept > 0).then_some(kept..size)).await?;
             if let Some(v) = &a.crc64_meta {
                 claims.add_meta_crc64(v);
             }
             if let Some(h) = &a.headers {
-                claims.add_headers(h, false);
+                claims.add_headers(h, kept > 0);
             }
             *answer.lock().expect("answer lock") = Some(a);
-            let mut w = claims.needs_in_order().then(|| InOrder::new(&claims));
-            let (d, _) =
-                write_stream(ctx, src, &partial.file, &dest, 0..size, s, None, w.as_mut()).await?;
-            (d.crc64, w.map(InOrder::finish))
+            if w.is_none() {
+                w = claims.needs_in_order().then(|| InOrder::new(&claims));
+            }
+            let mut k = journaled_as
+                .as_deref()
+                .map(|n| Checkpoints::new(n, journal_part_size, kept));
+            let (d, _) = write_stream(
+                ctx,
+                src,
+                &partial.file,
+                &dest,
+                kept..size,
+                s,
+                None,
+                w.as_mut(),
+                k.as_mut(),
+            )
+            .await?;
+            let crc = match kept_crc {
+                Some(k) => checksum::crc64_combine(k, d.crc64, d.bytes),
+                None => d.crc64,
+            };
+            (crc, w.map(InOrder::finish))
         }
         Reads::Local(f, sp) => {
             let results: Vec<(usize, Digests)> = stream::iter(parts.iter().cloned().enumerate())
@@ -852,7 +1012,8 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
                             let (a, s) = get(ctx, src, Some(r.clone())).await?;
                             answer.lock().expect("answer lock").get_or_insert(a);
                             let (d, m) =
-                                write_stream(ctx, src, file, dest, r, s, src_part, None).await?;
+                                write_stream(ctx, src, file, dest, r, s, src_part, None, None)
+                                    .await?;
                             journal_part(ctx, src, name, i, &d)?;
                             Ok::<_, CopyError>((i, d, m))
                         }

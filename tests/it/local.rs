@@ -227,9 +227,13 @@ fn a_killed_copy_of_a_large_local_file_resumes_from_its_parts() {
     // Damage the first part (journaled by now: 4 MiB at 8 MiB/s).
     {
         use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new().write(true).open(&tmp).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&tmp)
+            .unwrap();
         let mut b = [0u8; 1];
-        f.read_at(&mut b, 1000).ok();
+        f.read_at(&mut b, 1000).unwrap();
         f.write_at(&[b[0] ^ 0x5a], 1000).unwrap();
     }
     let out = copy(false).output().unwrap();
@@ -298,6 +302,80 @@ fn a_killed_staging_of_a_multipart_object_resumes_from_its_parts() {
     );
     assert_eq!(
         v["verified_by"]["source-parts-etag+dest-written-crc64"],
+        1,
+        "{}",
+        text(&out)
+    );
+    assert!(
+        std::fs::read(dst.join(key)).unwrap() == data(key, size),
+        "not exact"
+    );
+    assert_eq!(partials(&dst), Vec::<PathBuf>::new());
+}
+
+/// An object whose digest needs its bytes in order (a single-part MD5 ETag: read with one GET)
+/// resumes from the longest run of kept parts from its first byte: they are read back through
+/// the MD5, and one ranged GET fetches the rest. The second part is damaged before the resume:
+/// the first is kept, everything from the second on is fetched again, the MD5 of the whole
+/// proves it, exact.
+#[test]
+fn a_killed_staging_of_a_single_part_object_resumes_in_order() {
+    let Some(s) = servers() else { return };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let prefix = unique("resume-stream");
+    let src_loc = format!("garage:{}/{prefix}", s.bucket_a);
+    let src = Store::open(&src_loc, &remotes(&s)).unwrap();
+    let (key, size) = ("data/corpus-00.tar", 40 * MIB + 5);
+    rt.block_on(async {
+        src.inner
+            .put(
+                &src.path_of(key).unwrap(),
+                PutPayload::from(data(key, size)),
+            )
+            .await
+            .unwrap();
+    });
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let journal = work.path().join("journal.sqlite");
+    let dst = work.path().join("pfs");
+    let copy = |slow: bool| {
+        let mut c = moverctl();
+        c.arg("--config").arg(&conf).arg("copy").arg(&src_loc);
+        c.arg(&dst).arg("--journal").arg(&journal);
+        c.args([
+            "--part-size",
+            "5MiB",
+            "--multipart-threshold",
+            "5MiB",
+            "--json",
+        ]);
+        if slow {
+            c.args(["--bwlimit", "8MiB/s"]);
+        }
+        c
+    };
+    let tmp = kill_mid_file(copy(true), &dst, 2500);
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&tmp)
+            .unwrap();
+        let at = 5 * MIB + 1000;
+        let mut b = [0u8; 1];
+        f.read_at(&mut b, at).unwrap();
+        f.write_at(&[b[0] ^ 0x5a], at).unwrap();
+    }
+    let out = copy(false).output().unwrap();
+    expect(&out, 0);
+    let v = super::summary(&out);
+    assert_eq!(v["resumed_parts"], 1, "{}", text(&out));
+    assert_eq!(v["bytes_read"], size - 5 * MIB, "{}", text(&out));
+    assert_eq!(
+        v["verified_by"]["source-md5+dest-written-crc64"],
         1,
         "{}",
         text(&out)
