@@ -631,6 +631,14 @@ async fn resumable_partial(
     if let Some(r) = rec.filter(carries_partial) {
         let name = r.upload_id.clone().expect("checked by carries_partial");
         let tmp = dir.join(&name);
+        // Only a file this process took over, or one whose writer is gone, is touched: another
+        // host's (a shared file system) or a live process's file is left to its writer.
+        let (pid, host) = crate::store::local::parse_partial(&name).expect("checked above");
+        let ours = pid == std::process::id() && host == crate::store::local::host_name();
+        if !ours && !crate::store::local::writer_gone(pid, host) {
+            j.lock().expect("journal lock").forget(&src.key)?;
+            return fresh_partial(ctx, src, dest, part, n).await;
+        }
         if r.size == src.size && r.src_etag == src.e_tag && r.part_size == Some(part) {
             let (t, size) = (tmp.clone(), src.size);
             let opened = blocking(move || {
@@ -661,6 +669,21 @@ async fn resumable_partial(
         let _ = std::fs::remove_file(&tmp);
         j.lock().expect("journal lock").forget(&src.key)?;
     }
+    fresh_partial(ctx, src, dest, part, n).await
+}
+
+/// A new temporary file for a large object, journaled as its upload.
+async fn fresh_partial(
+    ctx: &Ctx,
+    src: &Entry,
+    dest: &Path,
+    part: u64,
+    n: usize,
+) -> Result<(Partial, Vec<Option<PartRecord>>), CopyError> {
+    let j = ctx
+        .journal
+        .as_ref()
+        .expect("resumable copies are journaled");
     let (d, size) = (dest.to_path_buf(), src.size);
     let partial = blocking(move || create_partial(&d, size)).await?;
     let name = partial

@@ -252,6 +252,59 @@ fn a_killed_copy_of_a_large_local_file_resumes_from_its_parts() {
     assert_eq!(partials(&dst), Vec::<PathBuf>::new());
 }
 
+/// A temporary file the journal names but that belongs to another host (a parallel file system
+/// shared by several nodes: its writer may still be running there) is never taken over, changed
+/// or removed: the copy starts a file of its own and ends exact.
+#[test]
+fn another_hosts_temporary_file_is_left_alone() {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("nvme");
+    let dst = work.path().join("pfs");
+    let (key, size) = ("ckpt/model.safetensors", 24 * MIB + 9);
+    write_files(&src, &[(key, size)]);
+    let journal = work.path().join("journal.sqlite");
+    let copy = |slow: bool| {
+        let mut c = moverctl();
+        c.arg("copy")
+            .arg(&src)
+            .arg(&dst)
+            .arg("--journal")
+            .arg(&journal);
+        c.args(["--part-size", "4MiB", "--multipart-threshold", "4MiB"]);
+        c.args(["--part-concurrency", "1", "--json"]);
+        if slow {
+            c.args(["--bwlimit", "8MiB/s"]);
+        }
+        c
+    };
+    let tmp = kill_mid_file(copy(true), &dst, 1500);
+    // The same file, as if another node had been writing it.
+    let theirs = tmp.with_file_name(".model.safetensors.moverctl-partial-4242-0@another-node");
+    std::fs::rename(&tmp, &theirs).unwrap();
+    let before = std::fs::read(&theirs).unwrap();
+    {
+        let mut j = moverctl::journal::Journal::open_existing(&journal).unwrap();
+        let mut r = j
+            .get(key)
+            .unwrap()
+            .expect("the killed run journaled the object");
+        assert!(r.upload_id.is_some(), "{r:?}");
+        r.upload_id = theirs.file_name().unwrap().to_str().map(str::to_string);
+        j.put_all(&[r]).unwrap();
+    }
+    let out = copy(false).output().unwrap();
+    expect(&out, 0);
+    let v = super::summary(&out);
+    assert_eq!(v["resumed_parts"], 0, "{}", text(&out));
+    assert_eq!(v["bytes_read"], size, "{}", text(&out));
+    assert!(std::fs::read(dst.join(key)).unwrap() == data(key, size));
+    assert_eq!(
+        std::fs::read(&theirs).unwrap(),
+        before,
+        "another host's file changed"
+    );
+}
+
 /// The same from S3, for an object another tool wrote in 5 MiB parts (its multipart ETag is
 /// checked from the MD5s of its parts, read back from the kept parts for those): killed part way,
 /// resumed, proven by the source's multipart ETag, exact.
