@@ -9,11 +9,10 @@
 //! by their size, and `--verify strict` refuses those by name.
 
 use super::faults::data;
-use super::faults::proxy::{PFault, Proxy};
-use super::{expect, has_header, proxy_remote_toml, remotes, servers, text, unique, verified};
-use moverctl::store::Store;
+use super::faults::proxy::PFault;
+use super::stream_put::Setup;
+use super::{expect, has_header, text, unique, verified};
 use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
-use serde_json::Value;
 
 const MIB: u64 = 1 << 20;
 /// Single PUT, no stored checksum.
@@ -26,23 +25,9 @@ const STREAM: (&str, u64) = ("k/stream", 20 * MIB + 5);
 const MULTI: (&str, u64) = ("k/zmulti", 12 * MIB + 7);
 const ALL: [(&str, u64); 4] = [SMALL, CRC, STREAM, MULTI];
 
-struct Setup {
-    dir: tempfile::TempDir,
-    conf: std::path::PathBuf,
-    proxy: Proxy,
-    bucket_a: String,
-    bucket_b: String,
-    prefix: String,
-}
-
+/// The stream_put setup (a proxy in front of one Garage) with the four objects seeded.
 async fn setup(name: &str) -> Option<Setup> {
-    let s = servers()?;
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = Proxy::start(super::s3_upstream(&s)).await;
-    let conf = dir.path().join("remotes.toml");
-    std::fs::write(&conf, proxy_remote_toml(&s, &proxy.endpoint())).unwrap();
-    let prefix = unique(name);
-    let src = Store::open(&format!("garage:{}/{prefix}", s.bucket_a), &remotes(&s)).unwrap();
+    let (t, src) = Setup::new(name).await?;
     let put = |k: &str, size: u64| (src.path_of(k).unwrap(), PutPayload::from(data(k, size)));
     let (p, b) = put(SMALL.0, SMALL.1);
     src.inner.put(&p, b).await.unwrap();
@@ -59,62 +44,14 @@ async fn setup(name: &str) -> Option<Setup> {
     let mut w = WriteMultipart::new_with_chunk_size(upload, 5 << 20);
     w.write(&data(MULTI.0, MULTI.1));
     w.finish().await.unwrap();
-    Some(Setup {
-        dir,
-        conf,
-        proxy,
-        bucket_a: s.bucket_a.clone(),
-        bucket_b: s.bucket_b.clone(),
-        prefix,
-    })
+    Some(t)
 }
 
-impl Setup {
-    /// The source's GETs and HEADs answered as for SSE-KMS objects.
-    fn encrypt(&self) {
-        let at = format!("/{}/{}/", self.bucket_a, self.prefix);
-        for m in ["GET", "HEAD"] {
-            self.proxy.add(m, &at, "", PFault::SourceKms, u32::MAX);
-        }
-    }
-
-    async fn copy(&self, dst: &str, extra: &[&str]) -> (std::process::Output, Value) {
-        let mut c = super::moverctl();
-        c.args(["copy", "--json", "--no-server-side", "--config"])
-            .arg(&self.conf)
-            .args(["--multipart-threshold", "8MiB", "--part-size", "8MiB"])
-            .args(extra)
-            .arg(format!("viaproxy:{}/{}", self.bucket_a, self.prefix))
-            .arg(format!("viaproxy:{}/{dst}", self.bucket_b))
-            .env("MOVERCTL_STATE_DIR", self.dir.path().join("state"));
-        // The proxy runs on this test's runtime: the CLI is waited for off its workers.
-        let o = tokio::task::spawn_blocking(move || c.output().unwrap())
-            .await
-            .unwrap();
-        let v = super::summary(&o);
-        (o, v)
-    }
-
-    /// (method, target, headers) of the writes into `dst` of bucket b.
-    fn writes(&self, dst: &str) -> Vec<super::faults::proxy::Seen> {
-        let at = format!("/{}/{dst}/", self.bucket_b);
-        self.proxy
-            .log()
-            .into_iter()
-            .filter(|(m, t, _)| (m == "PUT" || m == "POST") && t.contains(&at))
-            .collect()
-    }
-
-    async fn assert_exact(&self, dst: &str, keys: &[(&str, u64)]) {
-        let s = servers().unwrap();
-        let d = Store::open(&format!("garage:{}/{dst}", s.bucket_b), &remotes(&s)).unwrap();
-        for (k, size) in keys {
-            assert_eq!(
-                super::faults::bytes_at(&d, k).await,
-                Some(data(k, *size)),
-                "{k} is not exact"
-            );
-        }
+/// The source's GETs and HEADs answered as for SSE-KMS objects from now on.
+fn encrypt(t: &Setup) {
+    let at = format!("/{}/{}/", t.bucket_a, t.prefix);
+    for m in ["GET", "HEAD"] {
+        t.proxy.add(m, &at, "", PFault::SourceKms, u32::MAX);
     }
 }
 
@@ -126,7 +63,7 @@ async fn an_sse_kms_sources_etags_are_never_taken_for_digests() {
     // Unencrypted, the same objects are proven by their ETags (the 20 MiB one in one streamed
     // PUT with its ETag as Content-MD5).
     let plain = unique("kms-plain");
-    let (o, v) = t.copy(&plain, &[]).await;
+    let (o, v) = t.run(&plain, &[]).await;
     expect(&o, 0);
     assert_eq!(verified(&v, "source-md5+dest-md5"), 3, "{}", text(&o));
     assert_eq!(
@@ -136,9 +73,9 @@ async fn an_sse_kms_sources_etags_are_never_taken_for_digests() {
         text(&o)
     );
 
-    t.encrypt();
+    encrypt(&t);
     let dst = unique("kms-dst");
-    let (o, v) = t.copy(&dst, &[]).await;
+    let (o, v) = t.run(&dst, &[]).await;
     expect(&o, 0);
     assert_eq!(v["copied"]["objects"], 4, "{}", text(&o));
     // No ETag proved anything: the stored CRC64 proves its object, the rest are checked by size
@@ -175,7 +112,7 @@ async fn an_sse_kms_sources_etags_are_never_taken_for_digests() {
     // --verify strict refuses an object whose source states no digest, by name; the one with a
     // stored CRC64 is copied.
     let strict = unique("kms-strict");
-    let (o, v) = t.copy(&strict, &["--verify", "strict"]).await;
+    let (o, v) = t.run(&strict, &["--verify", "strict"]).await;
     expect(&o, 3);
     assert_eq!(v["copied"]["objects"], 1, "{}", text(&o));
     assert_eq!(verified(&v, "source-checksum+dest-md5"), 1, "{}", text(&o));

@@ -172,27 +172,138 @@ fn kill_nine_mid_write_to_a_folder_then_resume() {
     });
 }
 
-/// Starts `copy` (slowed down), waits until its temporary file has been written for `for_ms`,
-/// kills it with SIGKILL and returns the temporary file it left.
-fn kill_mid_file(mut copy: std::process::Command, dst: &Path, for_ms: u64) -> PathBuf {
-    let mut child = copy
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while partials(dst).is_empty() {
-        assert!(std::time::Instant::now() < deadline, "no temporary file");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
-        std::thread::sleep(std::time::Duration::from_millis(20));
+/// A journaled `copy` of one large object into a local folder (`pfs` in a scratch folder), in
+/// small parts, one part in flight, with JSON output; killed part way and run again.
+struct Resume {
+    _work: tempfile::TempDir,
+    /// `--config` for an S3 source.
+    conf: Option<PathBuf>,
+    src: String,
+    dst: PathBuf,
+    journal: PathBuf,
+    part: u64,
+}
+
+impl Resume {
+    fn new(src: impl Fn(&Path) -> String, conf: Option<String>, part: u64) -> Resume {
+        let work = tempfile::tempdir().unwrap();
+        let conf = conf.map(|c| {
+            let p = work.path().join("remotes.toml");
+            std::fs::write(&p, c).unwrap();
+            p
+        });
+        Resume {
+            src: src(work.path()),
+            dst: work.path().join("pfs"),
+            journal: work.path().join("journal.sqlite"),
+            conf,
+            part,
+            _work: work,
+        }
     }
-    std::thread::sleep(std::time::Duration::from_millis(for_ms));
-    assert!(child.try_wait().unwrap().is_none(), "the run ended early");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let left = partials(dst);
-    assert_eq!(left.len(), 1, "{left:?}");
-    left[0].clone()
+
+    /// A local folder holding `key`.
+    fn local(key: &str, size: u64) -> Resume {
+        Resume::new(
+            |w| {
+                write_files(&w.join("nvme"), &[(key, size)]);
+                w.join("nvme").display().to_string()
+            },
+            None,
+            4 * MIB,
+        )
+    }
+
+    /// A Garage prefix holding `key`, written as one PUT or (`parts`) in 5 MiB parts.
+    fn s3(s: &super::Servers, name: &str, key: &str, size: u64, parts: bool) -> Resume {
+        let loc = format!("garage:{}/{}", s.bucket_a, unique(name));
+        let src = Store::open(&loc, &remotes(s)).unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let path = src.path_of(key).unwrap();
+            if parts {
+                let up = src.inner.put_multipart(&path).await.unwrap();
+                let mut w = object_store::WriteMultipart::new_with_chunk_size(up, 5 << 20);
+                w.write(&data(key, size));
+                w.finish().await.unwrap();
+            } else {
+                let body = PutPayload::from(data(key, size));
+                src.inner.put(&path, body).await.unwrap();
+            }
+        });
+        Resume::new(|_| loc.clone(), Some(remotes_toml(s)), 5 * MIB)
+    }
+
+    /// The copy; `slow` adds `--bwlimit 8MiB/s`, so that it can be killed part way.
+    fn copy(&self, slow: bool) -> std::process::Command {
+        let mut c = moverctl();
+        if let Some(conf) = &self.conf {
+            c.arg("--config").arg(conf);
+        }
+        let part = format!("{}MiB", self.part / MIB);
+        c.arg("copy").arg(&self.src).arg(&self.dst);
+        c.arg("--journal").arg(&self.journal);
+        c.args(["--part-size", &part, "--multipart-threshold", &part]);
+        c.args(["--part-concurrency", "1", "--json"]);
+        if slow {
+            c.args(["--bwlimit", "8MiB/s"]);
+        }
+        c
+    }
+
+    /// Starts the slowed-down copy, waits until its temporary file has been written for
+    /// `for_ms`, kills it with SIGKILL and returns the temporary file it left.
+    fn kill_mid_file(&self, for_ms: u64) -> PathBuf {
+        let mut child = self
+            .copy(true)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while partials(&self.dst).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "no temporary file");
+            assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(for_ms));
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let left = partials(&self.dst);
+        assert_eq!(left.len(), 1, "{left:?}");
+        left[0].clone()
+    }
+
+    /// The copy run again to the end: its summary.
+    fn resume(&self) -> (std::process::Output, serde_json::Value) {
+        let out = self.copy(false).output().unwrap();
+        expect(&out, 0);
+        let v = super::summary(&out);
+        (out, v)
+    }
+
+    /// `key` is exact under its final name and no temporary file is left.
+    fn assert_exact(&self, key: &str, size: u64) {
+        assert!(
+            std::fs::read(self.dst.join(key)).unwrap() == data(key, size),
+            "{key} is not exact"
+        );
+        assert_eq!(partials(&self.dst), Vec::<PathBuf>::new());
+    }
+}
+
+/// Flips the byte at `at` of a file (as a crash may tear a write).
+fn damage(path: &Path, at: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.read_at(&mut b, at).unwrap();
+    f.write_at(&[b[0] ^ 0x5a], at).unwrap();
 }
 
 /// A large file copied part by part from a local folder, killed with SIGKILL part way: the next
@@ -203,53 +314,18 @@ fn kill_mid_file(mut copy: std::process::Command, dst: &Path, for_ms: u64) -> Pa
 /// resumed.
 #[test]
 fn a_killed_copy_of_a_large_local_file_resumes_from_its_parts() {
-    let work = tempfile::tempdir().unwrap();
-    let src = work.path().join("nvme");
-    let dst = work.path().join("pfs");
     let (key, size) = ("ckpt/model.safetensors", 48 * MIB + 123);
-    write_files(&src, &[(key, size)]);
-    let journal = work.path().join("journal.sqlite");
-    let copy = |slow: bool| {
-        let mut c = moverctl();
-        c.arg("copy")
-            .arg(&src)
-            .arg(&dst)
-            .arg("--journal")
-            .arg(&journal);
-        c.args(["--part-size", "4MiB", "--multipart-threshold", "4MiB"]);
-        c.args(["--part-concurrency", "1", "--json"]);
-        if slow {
-            c.args(["--bwlimit", "8MiB/s"]);
-        }
-        c
-    };
-    let tmp = kill_mid_file(copy(true), &dst, 2500);
-    // Damage the first part (journaled by now: 4 MiB at 8 MiB/s).
-    {
-        use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&tmp)
-            .unwrap();
-        let mut b = [0u8; 1];
-        f.read_at(&mut b, 1000).unwrap();
-        f.write_at(&[b[0] ^ 0x5a], 1000).unwrap();
-    }
-    let out = copy(false).output().unwrap();
-    expect(&out, 0);
-    let v = super::summary(&out);
+    let t = Resume::local(key, size);
+    // The first part is journaled by now (4 MiB at 8 MiB/s).
+    damage(&t.kill_mid_file(2500), 1000);
+    let (out, v) = t.resume();
     let resumed = v["resumed_parts"].as_u64().unwrap();
     let read = v["bytes_read"].as_u64().unwrap();
     assert!(resumed >= 1, "nothing resumed: {}", text(&out));
     // Every part not kept was read from the source: the damaged one among them.
     assert!(read <= size - resumed * 4 * MIB, "{}", text(&out));
     // A local source states no digest: had the damaged part been kept, nothing would have told.
-    assert!(
-        std::fs::read(dst.join(key)).unwrap() == data(key, size),
-        "not exact (the damaged part was kept?)"
-    );
-    assert_eq!(partials(&dst), Vec::<PathBuf>::new());
+    t.assert_exact(key, size);
 }
 
 /// A temporary file the journal names but that belongs to another host (a parallel file system
@@ -257,33 +333,15 @@ fn a_killed_copy_of_a_large_local_file_resumes_from_its_parts() {
 /// or removed: the copy starts a file of its own and ends exact.
 #[test]
 fn another_hosts_temporary_file_is_left_alone() {
-    let work = tempfile::tempdir().unwrap();
-    let src = work.path().join("nvme");
-    let dst = work.path().join("pfs");
     let (key, size) = ("ckpt/model.safetensors", 24 * MIB + 9);
-    write_files(&src, &[(key, size)]);
-    let journal = work.path().join("journal.sqlite");
-    let copy = |slow: bool| {
-        let mut c = moverctl();
-        c.arg("copy")
-            .arg(&src)
-            .arg(&dst)
-            .arg("--journal")
-            .arg(&journal);
-        c.args(["--part-size", "4MiB", "--multipart-threshold", "4MiB"]);
-        c.args(["--part-concurrency", "1", "--json"]);
-        if slow {
-            c.args(["--bwlimit", "8MiB/s"]);
-        }
-        c
-    };
-    let tmp = kill_mid_file(copy(true), &dst, 1500);
+    let t = Resume::local(key, size);
+    let tmp = t.kill_mid_file(1500);
     // The same file, as if another node had been writing it.
     let theirs = tmp.with_file_name(".model.safetensors.moverctl-partial-4242-0@another-node");
     std::fs::rename(&tmp, &theirs).unwrap();
     let before = std::fs::read(&theirs).unwrap();
     {
-        let mut j = moverctl::journal::Journal::open_existing(&journal).unwrap();
+        let mut j = moverctl::journal::Journal::open_existing(&t.journal).unwrap();
         let mut r = j
             .get(key)
             .unwrap()
@@ -292,12 +350,10 @@ fn another_hosts_temporary_file_is_left_alone() {
         r.upload_id = theirs.file_name().unwrap().to_str().map(str::to_string);
         j.put_all(&[r]).unwrap();
     }
-    let out = copy(false).output().unwrap();
-    expect(&out, 0);
-    let v = super::summary(&out);
+    let (out, v) = t.resume();
     assert_eq!(v["resumed_parts"], 0, "{}", text(&out));
     assert_eq!(v["bytes_read"], size, "{}", text(&out));
-    assert!(std::fs::read(dst.join(key)).unwrap() == data(key, size));
+    assert!(std::fs::read(t.dst.join(key)).unwrap() == data(key, size));
     assert_eq!(
         std::fs::read(&theirs).unwrap(),
         before,
@@ -311,41 +367,10 @@ fn another_hosts_temporary_file_is_left_alone() {
 #[test]
 fn a_killed_staging_of_a_multipart_object_resumes_from_its_parts() {
     let Some(s) = servers() else { return };
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let prefix = unique("resume-local");
-    let src_loc = format!("garage:{}/{prefix}", s.bucket_a);
-    let src = Store::open(&src_loc, &remotes(&s)).unwrap();
     let (key, size) = ("ckpt/shard-0.bin", 40 * MIB + 77);
-    rt.block_on(async {
-        let up = src
-            .inner
-            .put_multipart(&src.path_of(key).unwrap())
-            .await
-            .unwrap();
-        let mut w = object_store::WriteMultipart::new_with_chunk_size(up, 5 << 20);
-        w.write(&data(key, size));
-        w.finish().await.unwrap();
-    });
-    let work = tempfile::tempdir().unwrap();
-    let conf = work.path().join("remotes.toml");
-    std::fs::write(&conf, remotes_toml(&s)).unwrap();
-    let journal = work.path().join("journal.sqlite");
-    let dst = work.path().join("pfs");
-    let copy = |slow: bool| {
-        let mut c = moverctl();
-        c.arg("--config").arg(&conf).arg("copy").arg(&src_loc);
-        c.arg(&dst).arg("--journal").arg(&journal);
-        c.args(["--part-size", "5MiB", "--multipart-threshold", "5MiB"]);
-        c.args(["--part-concurrency", "1", "--json"]);
-        if slow {
-            c.args(["--bwlimit", "8MiB/s"]);
-        }
-        c
-    };
-    kill_mid_file(copy(true), &dst, 2500);
-    let out = copy(false).output().unwrap();
-    expect(&out, 0);
-    let v = super::summary(&out);
+    let t = Resume::s3(&s, "resume-local", key, size, true);
+    t.kill_mid_file(2500);
+    let (out, v) = t.resume();
     let resumed = v["resumed_parts"].as_u64().unwrap();
     assert!(resumed >= 1, "nothing resumed: {}", text(&out));
     assert!(
@@ -359,11 +384,7 @@ fn a_killed_staging_of_a_multipart_object_resumes_from_its_parts() {
         "{}",
         text(&out)
     );
-    assert!(
-        std::fs::read(dst.join(key)).unwrap() == data(key, size),
-        "not exact"
-    );
-    assert_eq!(partials(&dst), Vec::<PathBuf>::new());
+    t.assert_exact(key, size);
 }
 
 /// An object whose digest needs its bytes in order (a single-part MD5 ETag: read with one GET)
@@ -374,57 +395,10 @@ fn a_killed_staging_of_a_multipart_object_resumes_from_its_parts() {
 #[test]
 fn a_killed_staging_of_a_single_part_object_resumes_in_order() {
     let Some(s) = servers() else { return };
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let prefix = unique("resume-stream");
-    let src_loc = format!("garage:{}/{prefix}", s.bucket_a);
-    let src = Store::open(&src_loc, &remotes(&s)).unwrap();
     let (key, size) = ("data/corpus-00.tar", 40 * MIB + 5);
-    rt.block_on(async {
-        src.inner
-            .put(
-                &src.path_of(key).unwrap(),
-                PutPayload::from(data(key, size)),
-            )
-            .await
-            .unwrap();
-    });
-    let work = tempfile::tempdir().unwrap();
-    let conf = work.path().join("remotes.toml");
-    std::fs::write(&conf, remotes_toml(&s)).unwrap();
-    let journal = work.path().join("journal.sqlite");
-    let dst = work.path().join("pfs");
-    let copy = |slow: bool| {
-        let mut c = moverctl();
-        c.arg("--config").arg(&conf).arg("copy").arg(&src_loc);
-        c.arg(&dst).arg("--journal").arg(&journal);
-        c.args([
-            "--part-size",
-            "5MiB",
-            "--multipart-threshold",
-            "5MiB",
-            "--json",
-        ]);
-        if slow {
-            c.args(["--bwlimit", "8MiB/s"]);
-        }
-        c
-    };
-    let tmp = kill_mid_file(copy(true), &dst, 2500);
-    {
-        use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&tmp)
-            .unwrap();
-        let at = 5 * MIB + 1000;
-        let mut b = [0u8; 1];
-        f.read_at(&mut b, at).unwrap();
-        f.write_at(&[b[0] ^ 0x5a], at).unwrap();
-    }
-    let out = copy(false).output().unwrap();
-    expect(&out, 0);
-    let v = super::summary(&out);
+    let t = Resume::s3(&s, "resume-stream", key, size, false);
+    damage(&t.kill_mid_file(2500), 5 * MIB + 1000);
+    let (out, v) = t.resume();
     assert_eq!(v["resumed_parts"], 1, "{}", text(&out));
     assert_eq!(v["bytes_read"], size - 5 * MIB, "{}", text(&out));
     assert_eq!(
@@ -433,11 +407,7 @@ fn a_killed_staging_of_a_single_part_object_resumes_in_order() {
         "{}",
         text(&out)
     );
-    assert!(
-        std::fs::read(dst.join(key)).unwrap() == data(key, size),
-        "not exact"
-    );
-    assert_eq!(partials(&dst), Vec::<PathBuf>::new());
+    t.assert_exact(key, size);
 }
 
 fn write_files(dir: &Path, files: &[(&str, u64)]) {

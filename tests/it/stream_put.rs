@@ -17,41 +17,41 @@ const A: (&str, u64) = ("s/a.bin", 20 * MIB + 3);
 const B: (&str, u64) = ("s/b.bin", 20 * MIB);
 const BIG: (&str, u64) = ("s/big.bin", 40 * MIB + 1);
 
-struct Setup {
+/// A fault proxy in front of one Garage, a remote (`viaproxy`) through it, and a source prefix
+/// in bucket a; copies go to prefixes of bucket b through the proxy, streamed (no server-side
+/// copy), with 8 MiB parts above 8 MiB. Shared with `encrypted_source.rs`.
+pub(super) struct Setup {
     dir: tempfile::TempDir,
     conf: std::path::PathBuf,
-    proxy: Proxy,
-    bucket_a: String,
+    pub proxy: Proxy,
+    pub bucket_a: String,
     bucket_b: String,
-    prefix: String,
-}
-
-async fn setup(name: &str) -> Option<Setup> {
-    let s = servers()?;
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = Proxy::start(super::s3_upstream(&s)).await;
-    let conf = dir.path().join("remotes.toml");
-    std::fs::write(&conf, proxy_remote_toml(&s, &proxy.endpoint())).unwrap();
-    let prefix = unique(name);
-    let src = Store::open(&format!("garage:{}/{prefix}", s.bucket_a), &remotes(&s)).unwrap();
-    for (k, size) in [A, B, BIG] {
-        src.inner
-            .put(&src.path_of(k).unwrap(), PutPayload::from(data(k, size)))
-            .await
-            .unwrap();
-    }
-    Some(Setup {
-        dir,
-        conf,
-        proxy,
-        bucket_a: s.bucket_a.clone(),
-        bucket_b: s.bucket_b.clone(),
-        prefix,
-    })
+    pub prefix: String,
 }
 
 impl Setup {
-    async fn copy(&self, dst: &str, extra: &[&str]) -> (std::process::Output, Value) {
+    /// The setup and its source prefix, empty, reached directly (for seeding).
+    pub(super) async fn new(name: &str) -> Option<(Setup, Store)> {
+        let s = servers()?;
+        let dir = tempfile::tempdir().unwrap();
+        let proxy = Proxy::start(super::s3_upstream(&s)).await;
+        let conf = dir.path().join("remotes.toml");
+        std::fs::write(&conf, proxy_remote_toml(&s, &proxy.endpoint())).unwrap();
+        let prefix = unique(name);
+        let src = Store::open(&format!("garage:{}/{prefix}", s.bucket_a), &remotes(&s)).unwrap();
+        let t = Setup {
+            dir,
+            conf,
+            proxy,
+            bucket_a: s.bucket_a.clone(),
+            bucket_b: s.bucket_b.clone(),
+            prefix,
+        };
+        Some((t, src))
+    }
+
+    /// `moverctl copy --json` of the source prefix into `dst` of bucket b, whatever its exit.
+    pub(super) async fn run(&self, dst: &str, extra: &[&str]) -> (std::process::Output, Value) {
         let mut c = super::moverctl();
         c.args(["copy", "--json", "--no-server-side", "--config"])
             .arg(&self.conf)
@@ -60,16 +60,23 @@ impl Setup {
             .arg(format!("viaproxy:{}/{}", self.bucket_a, self.prefix))
             .arg(format!("viaproxy:{}/{dst}", self.bucket_b))
             .env("MOVERCTL_STATE_DIR", self.dir.path().join("state"));
+        // The proxy runs on the test's runtime: the CLI is waited for off its workers.
         let o = tokio::task::spawn_blocking(move || c.output().unwrap())
             .await
             .unwrap();
-        expect(&o, 0);
         let v = super::summary(&o);
         (o, v)
     }
 
+    /// [`Setup::run`], which must succeed.
+    async fn copy(&self, dst: &str, extra: &[&str]) -> (std::process::Output, Value) {
+        let (o, v) = self.run(dst, extra).await;
+        expect(&o, 0);
+        (o, v)
+    }
+
     /// (method, target, headers) of the writes into `dst` of bucket b.
-    fn writes(&self, dst: &str) -> Vec<super::faults::proxy::Seen> {
+    pub(super) fn writes(&self, dst: &str) -> Vec<super::faults::proxy::Seen> {
         let at = format!("/{}/{dst}/", self.bucket_b);
         self.proxy
             .log()
@@ -78,17 +85,30 @@ impl Setup {
             .collect()
     }
 
-    async fn assert_exact(&self, dst: &str) {
+    /// Each of `keys` at `dst` of bucket b holds exactly the bytes seeded.
+    pub(super) async fn assert_exact(&self, dst: &str, keys: &[(&str, u64)]) {
         let s = servers().unwrap();
         let d = Store::open(&format!("garage:{}/{dst}", s.bucket_b), &remotes(&s)).unwrap();
-        for (k, size) in [A, B, BIG] {
+        for (k, size) in keys {
             assert_eq!(
                 super::faults::bytes_at(&d, k).await,
-                Some(data(k, size)),
+                Some(data(k, *size)),
                 "{k} is not exact"
             );
         }
     }
+}
+
+/// The setup with A, B and BIG seeded.
+async fn setup(name: &str) -> Option<Setup> {
+    let (t, src) = Setup::new(name).await?;
+    for (k, size) in [A, B, BIG] {
+        src.inner
+            .put(&src.path_of(k).unwrap(), PutPayload::from(data(k, size)))
+            .await
+            .unwrap();
+    }
+    Some(t)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,7 +141,7 @@ async fn a_single_part_source_of_a_few_parts_goes_in_one_streamed_put() {
             .any(|(m, tg, _)| m == "POST" && tg.contains(BIG.0)),
         "the 5-part object was not uploaded in parts"
     );
-    t.assert_exact(&dst).await;
+    t.assert_exact(&dst, &[A, B, BIG]).await;
 
     // --no-streamed-put: every large object in parts.
     let dst2 = unique("sput-parts");
@@ -135,7 +155,7 @@ async fn a_single_part_source_of_a_few_parts_goes_in_one_streamed_put() {
             .count(),
         3
     );
-    t.assert_exact(&dst2).await;
+    t.assert_exact(&dst2, &[A, B, BIG]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,5 +191,5 @@ async fn a_flipped_byte_in_a_streamed_put_is_refused_either_way() {
     }
     assert_eq!(verified(&v, "source-md5+dest-md5"), 2, "{}", text(&o));
     assert!(v["retries"].as_u64() >= Some(2), "{v}");
-    t.assert_exact(&dst).await;
+    t.assert_exact(&dst, &[A, B, BIG]).await;
 }
