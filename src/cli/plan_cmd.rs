@@ -537,6 +537,10 @@ fn measured_of(
     Some(Measured {
         source_get_per_second: dec_of(s.and_then(|r| r.get_rate_at(in_flight))),
         destination_put_per_second: dec_of(d.and_then(|r| r.put_rate_at(in_flight))),
+        source_get_peak_per_second: dec_of(s.and_then(|r| r.get_rate_at(usize::MAX))),
+        destination_put_peak_per_second: dec_of(d.and_then(|r| r.put_rate_at(usize::MAX))),
+        source_get_one_seconds: dec_of(s.and_then(|r| r.get_rate_at(1)).map(|r| 1.0 / r)),
+        destination_put_one_seconds: dec_of(d.and_then(|r| r.put_rate_at(1)).map(|r| 1.0 / r)),
         source_get_bytes_per_second: dec_of(s.and_then(|r| r.multi_stream_get_bytes_per_sec)),
         destination_put_bytes_per_second: dec_of(d.and_then(|r| r.multi_stream_bytes_per_sec)),
         cpu_seconds_per_gib: dec_of(cpu.as_ref().and_then(|c| c.copy_seconds_per_gib)),

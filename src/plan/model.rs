@@ -86,6 +86,16 @@ pub struct Measured {
     pub source_get_per_second: Option<Decimal>,
     /// Requests per second the destination takes with the run's objects in flight (small PUTs).
     pub destination_put_per_second: Option<Decimal>,
+    /// The best small-GET rate the source reached at any number in flight: its capacity, which
+    /// on a shared host is a share of this machine's cores.
+    pub source_get_peak_per_second: Option<Decimal>,
+    /// The best small-PUT rate the destination reached at any number in flight.
+    pub destination_put_peak_per_second: Option<Decimal>,
+    /// Seconds of one small GET with nothing else in flight (1 / the rate at one in flight):
+    /// what each object waits for its GET, whatever else runs.
+    pub source_get_one_seconds: Option<Decimal>,
+    /// Seconds of one small PUT with nothing else in flight.
+    pub destination_put_one_seconds: Option<Decimal>,
     /// Aggregate bytes/s the source serves to parallel streams (GET).
     pub source_get_bytes_per_second: Option<Decimal>,
     /// Aggregate bytes/s the destination takes from parallel streams (PUT).
@@ -864,11 +874,19 @@ fn transfer_time(src: &Place, dst: &Place, corpus: &Corpus, c: &Counts, a: &Assu
 
     // Each object holds a slot for its requests' latencies: GET, PUT (or create, parts, complete —
     // parts run in parallel), HEAD.
+    // A probe's rates with one in flight give a small GET's and a small PUT's own time (they can
+    // differ by 30x: a server that holds a small GET answer for a delayed ACK); HEADs and
+    // the rest take the latency assumption.
     let latency = Decimal::from(a.latency_ms) / Decimal::from(1000);
+    let own = |t: Option<Decimal>| t.filter(|t| *t > Decimal::ZERO).unwrap_or(latency);
+    let m = a.measured.as_ref();
+    let get = own(m.and_then(|m| m.source_get_one_seconds));
+    let put = own(m.and_then(|m| m.destination_put_one_seconds));
     let single = objects - c.multipart_objects - c.unplaceable_objects.min(objects);
-    let slot_latencies = Decimal::from(single) * Decimal::from(3)
-        + Decimal::from(c.multipart_objects) * Decimal::from(5);
-    let request_seconds = slot_latencies * latency / slots;
+    // Single: GET, PUT, HEAD. Multipart: GET, HEAD, create, parts (in parallel), complete.
+    let slot_seconds = Decimal::from(single) * (get + put + latency)
+        + Decimal::from(c.multipart_objects) * (get + latency + put * Decimal::from(3));
+    let request_seconds = slot_seconds / slots;
 
     let scale = |scope: Option<RateScope>| match scope {
         Some(RateScope::Prefix) => Decimal::from(a.prefixes.max(1)),
@@ -984,8 +1002,20 @@ pub fn measured_seconds(corpus: &Corpus, c: &Counts, m: Option<&Measured>) -> Me
     let cpu = over_cores(m.cpu_seconds_per_gib);
     if m.shared_host {
         let hashing = over_cores(m.hash_cpu_seconds_per_gib);
+        // Serving GETs and taking PUTs use the same cores: at each end's capacity (its best
+        // rate at any number in flight) their seconds add. Each end alone still cannot go
+        // faster than with the run's objects in flight. A phase bound by latency (its rate
+        // grows with what is in flight) costs the cores little and overlaps the other.
+        let capacity = per(
+            c.source_get + c.source_head,
+            m.source_get_peak_per_second.or(m.source_get_per_second),
+        ) + per(
+            c.destination_put,
+            m.destination_put_peak_per_second
+                .or(m.destination_put_per_second),
+        );
         MeasuredSeconds {
-            requests: gets + puts + hashing,
+            requests: (capacity + hashing).max(gets.max(puts)),
             throughput: read + write + hashing,
             cpu,
             shared_hashing: hashing,
@@ -1038,6 +1068,7 @@ mod tests {
             hash_cpu_seconds_per_gib: Some(Decimal::from(2)),
             cores: 2,
             shared_host: false,
+            ..Measured::default()
         }
     }
 
@@ -1143,6 +1174,47 @@ mod tests {
         assert_eq!(large.throughput, Decimal::new(905306368, 8));
         // The client CPU bound stays its own (3 s per GiB / 2 cores), not added.
         assert_eq!(large.cpu, Decimal::new(15, 1));
+    }
+
+    #[test]
+    fn a_phase_bound_by_latency_overlaps_the_other_on_a_shared_host() {
+        // The calibration's shape (issue 16): a source whose small GETs are bound by latency
+        // (640/s with the run's 32 in flight, 2,000/s at best with more), a destination whose
+        // PUTs are bound by its cores (1,000/s at 32, 1,250/s at best). At capacity the two
+        // ends' seconds add: 2,000 / 2,000 + 2,000 / 1,250 = 1 + 1.6 = 2.6 s, plus hashing
+        // 32,768,000 / 2^30 GiB × 2 s / 2 cores = 0.030517578125 s = 2.630517578125 s. But the
+        // GETs alone need 2,000 / 640 = 3.125 s with 32 in flight: that binds, and the PUTs run
+        // beside it. (Adding the rates at 32 in flight, as before, said 3.125 + 2 + 0.0305 =
+        // 5.1555 s; exec took about the GET phase alone.)
+        let m = Measured {
+            source_get_per_second: Some(Decimal::from(640)),
+            destination_put_per_second: Some(Decimal::from(1_000)),
+            source_get_peak_per_second: Some(Decimal::from(2_000)),
+            destination_put_peak_per_second: Some(Decimal::from(1_250)),
+            shared_host: true,
+            ..probed()
+        };
+        let counts = Counts {
+            source_get: 2_000,
+            destination_put: 2_000,
+            ..Counts::default()
+        };
+        let c = corpus(2_000, 16_384);
+        assert_eq!(
+            measured_seconds(&c, &counts, Some(&m)).requests,
+            Decimal::new(3125, 3)
+        );
+        // A source at its capacity already with 32 in flight (2,000 GETs / 800 per s = 2.5 s at
+        // best): now the cores bind, 2.5 + 1.6 + 0.030517578125 = 4.130517578125 s.
+        let busy = Measured {
+            source_get_per_second: Some(Decimal::from(800)),
+            source_get_peak_per_second: Some(Decimal::from(800)),
+            ..m
+        };
+        assert_eq!(
+            measured_seconds(&c, &counts, Some(&busy)).requests,
+            Decimal::new(4130517578125, 12)
+        );
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //! `route`, `reads_per_month`, `gb_per_month`, `gets_per_month`, and the month's `egress`,
 //! `requests`, `retrieval`, `over_free_multiple`). `assumptions` has `compute_at` and
 //! `reads_per_month` (null without `--compute-at`), and `measured` (null without a probe): the
-//! probed bounds applied (`source_get_per_second`, `destination_put_per_second`,
+//! probed bounds applied (`source_get_per_second`, `destination_put_per_second` with the run's
+//! objects in flight, `source_get_peak_per_second`, `destination_put_peak_per_second` at any
+//! number in flight, `source_get_one_seconds`, `destination_put_one_seconds` with one in flight,
 //! `source_get_bytes_per_second`, `destination_put_bytes_per_second`, `cpu_seconds_per_gib`,
 //! `hash_cpu_seconds_per_gib`, `cores`, `shared_host`). `restore` (null unless `--restore-tier` applies to
 //! archive objects): `tier`, `auto`, `why`, `chosen` and `options` (`tier`, `fees`, `hours`,
@@ -159,6 +161,10 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             "measured": a.measured.as_ref().map(|m| json!({
                 "source_get_per_second": m.source_get_per_second.map(dec),
                 "destination_put_per_second": m.destination_put_per_second.map(dec),
+                "source_get_peak_per_second": m.source_get_peak_per_second.map(dec),
+                "destination_put_peak_per_second": m.destination_put_peak_per_second.map(dec),
+                "source_get_one_seconds": m.source_get_one_seconds.map(dec),
+                "destination_put_one_seconds": m.destination_put_one_seconds.map(dec),
                 "source_get_bytes_per_second": m.source_get_bytes_per_second.map(dec),
                 "destination_put_bytes_per_second": m.destination_put_bytes_per_second.map(dec),
                 "cpu_seconds_per_gib": m.cpu_seconds_per_gib.map(dec),

@@ -360,3 +360,31 @@ fn a_same_region_move_is_planned_as_a_server_side_copy() {
     assert!(!eval("aws:us-east-1", "cloudflare-r2", 1000 * GIB, 10).server_side);
     assert!(!eval("onprem", "onprem", 1000 * GIB, 10).server_side);
 }
+
+// A probe's rates with one in flight give each object's own GET and PUT time (issue 16): a
+// server that answers a small GET in 40 ms (25/s with one in flight) and takes a PUT in 1 ms
+// (1,000/s). 2,000 objects of 16 KiB (single PUTs), 32 slots, 1 ms latency assumed for the HEAD:
+// each object holds its slot 40 + 1 + 1 = 42 ms; 2,000 x 0.042 s / 32 = 2.625 s. Without the
+// probe's rates all three take the 1 ms assumption: 2,000 x 3 x 0.001 / 32 = 0.1875 s.
+#[test]
+fn a_probed_get_and_put_time_holds_each_objects_slot() {
+    use moverctl::plan::model::Measured;
+    let small = corpus(2_000 * 16_384, 2_000);
+    let set = |a: &mut moverctl::plan::model::Assumptions| {
+        a.concurrency = 32;
+        a.latency_ms = 1;
+    };
+    let assumed = eval_with("onprem", "onprem", &small, set);
+    assert_eq!(assumed.time.request_seconds, d("0.1875"));
+    let probed = eval_with("onprem", "onprem", &small, |a| {
+        set(a);
+        a.measured = Some(Measured {
+            source_get_one_seconds: Some(d("0.04")),
+            destination_put_one_seconds: Some(d("0.001")),
+            cores: 2,
+            ..Measured::default()
+        });
+    });
+    assert_eq!(probed.time.request_seconds, d("2.625"));
+    assert_eq!(probed.time.bound.as_str(), "requests");
+}
