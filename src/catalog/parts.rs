@@ -40,6 +40,17 @@ pub enum Upload {
     Multipart { part_size: u64, parts: u64 },
 }
 
+impl Upload {
+    /// The part size of a multipart upload; a single upload's whole size is not known here, so
+    /// `u64::MAX` (one part).
+    pub fn part_size(&self) -> u64 {
+        match self {
+            Upload::Single => u64::MAX,
+            Upload::Multipart { part_size, .. } => *part_size,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PartError {
     #[error("an object of {size} bytes is larger than the store's maximum object size ({max})")]
@@ -91,29 +102,41 @@ pub fn part_plan(size: u64, limits: &Limits, rule: PartRule) -> Result<Upload, P
     })
 }
 
+/// Limits for unit tests: these counts and sizes, nothing else published.
+#[cfg(test)]
+pub(crate) fn example_limits(
+    max_parts: u32,
+    min_part_bytes: u64,
+    max_part_bytes: u64,
+    max_object_bytes: u64,
+    max_single_put_bytes: u64,
+) -> Limits {
+    Limits {
+        max_parts,
+        min_part_bytes,
+        max_part_bytes,
+        max_object_bytes,
+        max_single_put_bytes,
+        equal_part_sizes: false,
+        single_part_etag_is_md5: super::Tristate::Yes,
+        copy_keeps_multipart_etag: super::Tristate::Unknown,
+        checksum_headers: vec![],
+        write_requests_per_second: None,
+        read_requests_per_second: None,
+        rate_scope: None,
+        notes: vec![],
+        source: String::new(),
+        as_of: "2026-01-01".parse().unwrap(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{Tristate, schema::Limits};
+    use crate::catalog::schema::Limits;
 
     fn s3() -> Limits {
-        Limits {
-            max_parts: 10_000,
-            min_part_bytes: 5 * MIB,
-            max_part_bytes: 5 << 30,
-            max_object_bytes: 5 << 40,
-            max_single_put_bytes: 5 << 30,
-            equal_part_sizes: false,
-            single_part_etag_is_md5: Tristate::Yes,
-            copy_keeps_multipart_etag: Tristate::Unknown,
-            checksum_headers: vec![],
-            write_requests_per_second: None,
-            read_requests_per_second: None,
-            rate_scope: None,
-            notes: vec![],
-            source: String::new(),
-            as_of: "2026-01-01".parse().unwrap(),
-        }
+        example_limits(10_000, 5 * MIB, 5 << 30, 5 << 40, 5 << 30)
     }
 
     #[test]

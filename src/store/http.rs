@@ -98,6 +98,14 @@ impl DigestHeaders {
             .map(u64::from_be_bytes)
     }
 
+    /// Azure's `x-ms-content-crc64` (CRC64/NVME of the bytes of one request, little-endian,
+    /// base64): what a Put Block received.
+    pub fn block_crc64(&self) -> Option<u64> {
+        self.get("x-ms-content-crc64")
+            .and_then(b64_array::<8>)
+            .map(u64::from_le_bytes)
+    }
+
     /// The stored CRC64/NVME when it is a full-object checksum (`x-amz-checksum-type` absent or
     /// `FULL_OBJECT`; a composite checksum of parts is not the object's CRC).
     pub fn full_object_crc64(&self) -> Option<u64> {

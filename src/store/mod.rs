@@ -73,6 +73,9 @@ pub struct Store {
     /// The concrete S3 store (for presigned requests object_store cannot make, e.g. a HEAD of
     /// one part), when this is an S3 location.
     pub s3: Option<Arc<object_store::aws::AmazonS3>>,
+    /// The concrete Azure store (for its SAS signer: Put Block From URL, a source URL), when
+    /// this is an Azure location.
+    pub azure: Option<Arc<object_store::azure::MicrosoftAzure>>,
     /// How long moverctl's own requests to this store (presigned HEADs, listing pages) are
     /// retried: the window of [`retry`] in force when the store was opened.
     pub retry_window: Duration,
@@ -429,6 +432,7 @@ impl Store {
                     storage_class,
                     observer,
                     s3: Some(s),
+                    azure: None,
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::S3),
                     s3_anonymous,
@@ -470,6 +474,7 @@ impl Store {
                     storage_class,
                     observer: observer.clone(),
                     s3: None,
+                    azure: None,
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Gcs),
                     s3_anonymous: false,
@@ -519,7 +524,8 @@ impl Store {
                 Ok(Store {
                     inner: s.clone(),
                     pages: Some(s.clone()),
-                    multipart: Some(s),
+                    multipart: Some(s.clone()),
+                    azure: Some(s),
                     kind: Kind::Azure,
                     prefix,
                     local_root: None,
@@ -564,6 +570,7 @@ impl Store {
                     storage_class,
                     observer: observer.clone(),
                     s3: None,
+                    azure: None,
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Local),
                     s3_anonymous: false,
@@ -588,6 +595,7 @@ impl Store {
                     storage_class,
                     observer: observer.clone(),
                     s3: None,
+                    azure: None,
                     retry_window: retry::timeout(),
                     caps: caps::Capabilities::for_kind(Kind::Memory),
                     s3_anonymous: false,

@@ -143,6 +143,9 @@ pub struct Ctx {
     /// Source and destination are one S3 service with the same credentials: objects are copied
     /// there where the result can be proven ([`super::server_side`]).
     pub server_side: Option<Arc<super::server_side::ServerSide>>,
+    /// The destination is Azure Blob and can fetch the source's blocks from a signed URL of it
+    /// ([`super::from_url`]).
+    pub from_url: Option<Arc<super::from_url::FromUrl>>,
 }
 
 /// A byte range of a source object as a stream, pinned to the listed ETag where the store has one.
@@ -760,6 +763,11 @@ pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     {
         return Ok(out);
     }
+    if let Some(fu) = &ctx.from_url
+        && let Some(out) = super::from_url::copy(ctx, fu, src, plan.part_size()).await?
+    {
+        return Ok(out);
+    }
     if let Upload::Multipart { part_size, .. } = plan
         && let Some(md5) = super::stream_put::applies(ctx, src, part_size)
         && let Some(out) = super::stream_put::copy(ctx, src, md5).await?
@@ -1241,8 +1249,12 @@ struct PartUpload<'a> {
     block_md5: bool,
     /// The destination keeps a CRC32C of the whole object (GCS): one is computed per part.
     want_crc32c: bool,
-    /// Set when a block's answer carried no MD5 (the object is then checked another way).
+    /// Set when a block's answer carried no MD5 and no CRC64 (the object is then checked
+    /// another way).
     blocks_unchecked: &'a std::sync::atomic::AtomicBool,
+    /// Set when a block's answer carried its CRC64 but no MD5 (Azure answers a Put Block sent
+    /// without Content-MD5 with the CRC64/NVME of the bytes it received).
+    blocks_by_crc: &'a std::sync::atomic::AtomicBool,
     /// Each part's MD5 is computed and sent as Content-MD5 (not on the checksum-only path,
     /// where the parts carry their CRC64 instead).
     part_md5: bool,
@@ -1310,16 +1322,26 @@ async fn upload_part(
         .await
         .map_err(store_err("uploading a part"))?;
     if up.block_md5 {
-        match cap.take().and_then(|h| h.whole_md5(false)) {
-            Some(m) if Some(m) != d.md5 => {
-                // The block is not committed; the retry uploads this object again.
+        let answer = cap.take();
+        let md5 = answer.as_ref().and_then(|h| h.whole_md5(false));
+        let crc = answer.as_ref().and_then(DigestHeaders::block_crc64);
+        // The block is not committed on a mismatch; the retry uploads this object again.
+        match (md5, crc) {
+            (Some(m), _) if Some(m) != d.md5 => {
                 return Err(CopyError::Mismatch(format!(
                     "part {} was received with a different MD5 than sent",
                     idx + 1
                 )));
             }
-            Some(_) => {}
-            None => up.blocks_unchecked.store(true, Relaxed),
+            (Some(_), _) => {}
+            (None, Some(c)) if c != d.crc64 => {
+                return Err(CopyError::Mismatch(format!(
+                    "part {} was received with a different CRC64 than sent",
+                    idx + 1
+                )));
+            }
+            (None, Some(_)) => up.blocks_by_crc.store(true, Relaxed),
+            (None, None) => up.blocks_unchecked.store(true, Relaxed),
         }
     }
     ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
@@ -1453,6 +1475,7 @@ async fn copy_multipart(
     // GCS keeps only a CRC32C for an object assembled from parts: it is compared after.
     let want_crc32c = ctx.dst.caps.keeps_crc32c;
     let blocks_unchecked = &std::sync::atomic::AtomicBool::new(false);
+    let blocks_by_crc = &std::sync::atomic::AtomicBool::new(false);
     // Parts come from one GET of the whole object, split as it streams (one request per object,
     // like a plain download), or, when reads would stall longer than a connection tolerates
     // (a --bwlimit far below the part size per 20 s), from one ranged GET each.
@@ -1499,6 +1522,7 @@ async fn copy_multipart(
         block_md5,
         want_crc32c,
         blocks_unchecked,
+        blocks_by_crc,
         part_md5,
     };
     let part_futs = reads.map(|(idx, range, permit, got)| {
@@ -1568,7 +1592,13 @@ async fn copy_multipart(
         }
     };
     let crc = acc.crc64;
-    let blocks_checked = block_md5 && !blocks_unchecked.load(Relaxed);
+    let blocks_checked = (block_md5 && !blocks_unchecked.load(Relaxed)).then(|| {
+        if blocks_by_crc.load(Relaxed) {
+            WriteCheck::DestBlockCrc64
+        } else {
+            WriteCheck::DestBlockMd5
+        }
+    });
     let (res, write_side) = complete_and_verify(
         ctx,
         &mp,
@@ -1613,7 +1643,7 @@ async fn complete_and_verify(
     part_ids: Vec<PartId>,
     md5s: &[Option<[u8; 16]>],
     (crc, crc32c): (u64, Option<u32>),
-    blocks_checked: bool,
+    blocks_checked: Option<WriteCheck>,
     crc_w: Option<&crate::store::CrcWriter>,
 ) -> Result<(object_store::PutResult, WriteCheck), CopyError> {
     ctx.counters.put.fetch_add(1, Relaxed);
@@ -1663,8 +1693,10 @@ async fn complete_and_verify(
         };
     }
     let mut write_side = None;
-    if blocks_checked && ctx.opts.verify != Verify::Readback {
-        write_side = Some(WriteCheck::DestBlockMd5);
+    if let Some(w) = blocks_checked
+        && ctx.opts.verify != Verify::Readback
+    {
+        write_side = Some(w);
     }
     let answer = cap.take();
     let comparable = etag_can_be_md5(&ctx.dst.caps, answer.as_ref(), true);

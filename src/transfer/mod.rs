@@ -13,6 +13,7 @@ pub mod copy;
 pub mod cost;
 pub mod diff;
 pub mod filter;
+pub mod from_url;
 pub mod local_dest;
 pub mod progress_store;
 pub mod server_side;
@@ -430,6 +431,11 @@ impl Run {
         } else {
             None
         };
+        let from_url = if opts.server_side && !opts.dry_run && server_side.is_none() {
+            from_url::FromUrl::between(&src, &dst).await.map(Arc::new)
+        } else {
+            None
+        };
         let ctx = Arc::new(Ctx {
             src,
             dst,
@@ -446,6 +452,7 @@ impl Run {
                     .byte_rate()
                     .is_none_or(|r| r.saturating_mul(20) >= opts.part_rule.preferred_part),
             server_side,
+            from_url,
         });
         let mut report = Report {
             dry_run: opts.dry_run,

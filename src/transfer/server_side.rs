@@ -238,7 +238,7 @@ fn mode_for(ctx: &Ctx, src: &Entry, claims: &Claims) -> Option<Mode> {
 }
 
 /// Why a server-side request did not give a result.
-enum Refused {
+pub(super) enum Refused {
     /// The service does not do server-side copies here (or denies them): stream from now on.
     Off(String),
     /// An error of this object, as a streaming copy would have it.
@@ -406,36 +406,14 @@ async fn parts(
                 md5: checksum::etag_md5(&etag).map(|m| checksum::hex(&m)),
                 size: end - start,
             };
-            if let Some(j) = &ctx.journal {
-                j.lock()
-                    .expect("journal lock")
-                    .put_part(&src.key, &rec)
-                    .map_err(CopyError::from)?;
-            }
-            copy::progress_in_flight(ctx, &src.key, rec.size);
-            Ok(rec)
+            journal_part(ctx, &src.key, rec)
         }
     }))
     .buffered(ctx.opts.part_concurrency.max(1))
     .collect::<Vec<_>>()
     .await;
-    let mut recs = Vec::with_capacity(copies.len());
-    for r in copies {
-        match r {
-            Ok(p) => recs.push(p),
-            Err(Refused::Off(why)) => {
-                // The run streams from now on: this upload will not be resumed.
-                copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
-                return Err(Refused::Off(why));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    let md5s: Option<Vec<[u8; 16]>> = recs
-        .iter()
-        .map(|p| p.md5.as_deref().and_then(checksum::etag_md5))
-        .collect();
-    let composed = md5s.map(|m| checksum::multipart_etag(&m));
+    let recs = gather(ctx, mp, req.path, &id, &src.key, copies).await?;
+    let composed = part_md5s(&recs).map(|m| checksum::multipart_etag(&m));
     if composed.as_deref() != Some(want) {
         // A part the server copied is not the source's part (or its ETag is no MD5).
         copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
@@ -481,7 +459,51 @@ async fn parts(
     )))
 }
 
-fn outcome(
+/// Journals a part copied on the server (or fetched by it) and counts it as in flight.
+pub(super) fn journal_part(ctx: &Ctx, key: &str, rec: PartRecord) -> Result<PartRecord, Refused> {
+    if let Some(j) = &ctx.journal {
+        j.lock()
+            .expect("journal lock")
+            .put_part(key, &rec)
+            .map_err(CopyError::from)?;
+    }
+    copy::progress_in_flight(ctx, key, rec.size);
+    Ok(rec)
+}
+
+/// The parts of one object's server-side copy, in order, or the first failure. A refusal turns
+/// the run to streaming, so its upload is abandoned; any other error keeps what was journaled,
+/// for the next attempt to resume after.
+pub(super) async fn gather(
+    ctx: &Ctx,
+    mp: &std::sync::Arc<dyn object_store::multipart::MultipartStore>,
+    path: &object_store::path::Path,
+    id: &str,
+    key: &str,
+    results: Vec<Result<PartRecord, Refused>>,
+) -> Result<Vec<PartRecord>, Refused> {
+    let mut recs = Vec::with_capacity(results.len());
+    for r in results {
+        match r {
+            Ok(p) => recs.push(p),
+            Err(Refused::Off(why)) => {
+                copy::abandon(ctx, mp, path, id, key, false).await;
+                return Err(Refused::Off(why));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(recs)
+}
+
+/// Every part's MD5, when each has one.
+pub(super) fn part_md5s(recs: &[PartRecord]) -> Option<Vec<[u8; 16]>> {
+    recs.iter()
+        .map(|p| p.md5.as_deref().and_then(checksum::etag_md5))
+        .collect()
+}
+
+pub(super) fn outcome(
     src: &Entry,
     crc: Option<u64>,
     md5: Option<[u8; 16]>,
@@ -612,6 +634,19 @@ struct Answer {
     etag_can_be_md5: bool,
 }
 
+/// The HTTP client of moverctl's own copy requests (server-side copies, copies from a URL).
+pub(super) fn client() -> &'static reqwest::Client {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            // A copy of a large part takes the server a while; the answer comes at the end.
+            .read_timeout(Duration::from_secs(600))
+            .build()
+            .unwrap_or_default()
+    })
+}
+
 /// A presigned PUT to the destination key with `headers` bound to the signature, retried under
 /// the one retry policy; its answer.
 async fn send(
@@ -620,15 +655,7 @@ async fn send(
     headers: HeaderMap,
     what: &'static str,
 ) -> Result<Answer, Refused> {
-    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
-    let client = CLIENT.get_or_init(|| {
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            // A copy of a large part takes the server a while; S3 keeps the answer coming.
-            .read_timeout(Duration::from_secs(600))
-            .build()
-            .unwrap_or_default()
-    });
+    let client = client();
     let ctx = req.ctx;
     let mut opts = SignedUrlOptions::default().with_query(query.iter().cloned());
     for (k, v) in &headers {

@@ -69,6 +69,9 @@ labelled!(
         DestContentMd5 => "dest-content-md5",
         /// Azure: every block went with an MD5 the store checked.
         DestBlockMd5 => "dest-block-md5",
+        /// Azure: the store answered every block with the CRC64/NVME of the bytes it received
+        /// (or its MD5), equal to the CRC64 of the bytes sent.
+        DestBlockCrc64 => "dest-block-crc64",
         /// The multipart ETag equals the one computed from the parts sent.
         DestMultipartEtag => "dest-multipart-etag",
         /// The CRC32C the store keeps (GCS) equals the bytes'.
@@ -82,6 +85,12 @@ labelled!(
         /// computed over the bytes it wrote equals the source's content ETag (its MD5, or its
         /// multipart ETag with every part's ETag composing to it).
         DestCopyEtag => "dest-copy-etag",
+        /// Copied by the destination service from a signed URL of the source (Azure Put Block
+        /// From URL): the MD5s it answered for the blocks it fetched are the source's MD5, or
+        /// compose to its multipart ETag.
+        DestCopyBlockMd5 => "dest-copy-block-md5",
+        /// As `DestCopyBlockMd5`, by the CRC64s the service answered for the blocks, combined.
+        DestCopyBlockCrc64 => "dest-copy-block-crc64",
         /// Read back and compared by CRC64.
         ReadbackCrc64 => "readback-crc64",
         /// A local file: the CRC64 of the bytes written, computed once as they were handed to
