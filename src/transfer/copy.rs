@@ -285,6 +285,46 @@ fn require_digest(ctx: &Ctx, label: ReadCheck) -> Result<ReadCheck, CopyError> {
     Ok(label)
 }
 
+/// A 1 MiB read block of a local file, used again once the bytes handed on are dropped (sent
+/// on a socket or written to a file): a fresh block is a new mapping, faulted in and zeroed page
+/// by page (about a fifth of a local → S3 copy's CPU). At most [`Block::KEEP`] free blocks are
+/// kept, as much as the default `--max-buffer` holds in flight.
+struct Block {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+static FREE_BLOCKS: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+
+impl Block {
+    const SIZE: usize = 1 << 20;
+    const KEEP: usize = 128;
+
+    fn take() -> Block {
+        let free = FREE_BLOCKS.lock().expect("block pool lock").pop();
+        Block {
+            bytes: free.unwrap_or_else(|| vec![0u8; Block::SIZE]),
+            len: 0,
+        }
+    }
+}
+
+impl AsRef<[u8]> for Block {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        let bytes = std::mem::take(&mut self.bytes);
+        let mut free = FREE_BLOCKS.lock().expect("block pool lock");
+        if bytes.len() == Block::SIZE && free.len() < Block::KEEP {
+            free.push(bytes);
+        }
+    }
+}
+
 /// Local reads in 1 MiB blocks (object_store's local stream reads 8 KiB at a time), each a
 /// positional read on the blocking pool straight into the block handed on (tokio's `File` reads
 /// into a buffer of its own and copies from it: one memory copy per byte more).
@@ -293,7 +333,7 @@ fn local_range(
     range: Range<u64>,
 ) -> BoxStream<'static, Result<Bytes, CopyError>> {
     use std::os::unix::fs::FileExt;
-    const BLOCK: u64 = 1 << 20;
+    const BLOCK: u64 = Block::SIZE as u64;
     let shown = path.display().to_string();
     let io = |shown: &str| {
         let shown = shown.to_string();
@@ -320,28 +360,28 @@ fn local_range(
                 }
                 let n = (end - off).min(BLOCK) as usize;
                 let file = f.clone();
-                let buf = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
-                    let mut buf = vec![0u8; n];
+                let buf = tokio::task::spawn_blocking(move || -> std::io::Result<Block> {
+                    let mut buf = Block::take();
                     let mut got = 0;
                     while got < n {
-                        let k = file.read_at(&mut buf[got..], off + got as u64)?;
+                        let k = file.read_at(&mut buf.bytes[got..n], off + got as u64)?;
                         if k == 0 {
                             break;
                         }
                         got += k;
                     }
-                    buf.truncate(got);
+                    buf.len = got;
                     Ok(buf)
                 })
                 .await
                 .map_err(|e| std::io::Error::other(e.to_string()))
                 .and_then(|r| r)
                 .map_err(io(&shown))?;
-                if buf.is_empty() {
+                if buf.len == 0 {
                     return Ok(None);
                 }
-                let next = off + buf.len() as u64;
-                Ok(Some((Bytes::from(buf), (f, next, end, shown))))
+                let next = off + buf.len as u64;
+                Ok(Some((Bytes::from_owner(buf), (f, next, end, shown))))
             },
         )
     })
@@ -1886,6 +1926,20 @@ pub(super) async fn abandon(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_read_blocks_are_used_again_up_to_a_bound() {
+        let b = Block::take();
+        let at = b.bytes.as_ptr();
+        drop(Bytes::from_owner(b));
+        assert!(
+            FREE_BLOCKS.lock().unwrap().iter().any(|v| v.as_ptr() == at),
+            "a dropped block is kept for the next read"
+        );
+        let many: Vec<Block> = (0..Block::KEEP + 8).map(|_| Block::take()).collect();
+        drop(many);
+        assert!(FREE_BLOCKS.lock().unwrap().len() <= Block::KEEP);
+    }
 
     fn generic(msg: &str) -> object_store::Error {
         object_store::Error::Generic {
