@@ -12,7 +12,7 @@
 //!
 //! | the source states | the blocks | the proof (`read+write` label) |
 //! |---|---|---|
-//! | an MD5 (single-part S3 ETag, an Azure `Content-MD5`), ≤ one block's limit | one block | its MD5 is the source's (`source-md5+dest-copy-block-md5`) |
+//! | an MD5 (single-part S3 ETag, an Azure `Content-MD5`), ≤ one block (100 MiB) | one block | its MD5 is the source's (`source-md5+dest-copy-block-md5`) |
 //! | a multipart ETag `md5(part md5s)-N` | the source's own parts | their MD5s compose to it (`source-parts-etag+dest-copy-block-md5`) |
 //! | a CRC64 (moverctl's, or one S3 keeps) | parts of the usual size | their CRC64s combine to it (`source-crc64` or `source-checksum` + `dest-copy-block-crc64`) |
 //!
@@ -42,6 +42,10 @@ use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, Signer};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
+
+/// The largest block fetched from a URL: Azure documented 100 MiB for Put Block From URL (newer
+/// service versions take more), and a refused range would turn the call off for the run.
+const MAX_BLOCK: u64 = 100 << 20;
 
 /// How long a signed source or destination URL is valid: one block request (retries sign anew).
 const SIGNED_FOR: Duration = Duration::from_secs(3600);
@@ -131,9 +135,10 @@ fn mode_for(
     if size == 0 {
         return None;
     }
+    let max_block = limits.max_part_bytes.min(MAX_BLOCK);
     let fits = |p: u64| {
         p >= limits.min_part_bytes.max(1)
-            && p <= limits.max_part_bytes
+            && p <= max_block
             && size.div_ceil(p) <= u64::from(limits.max_parts)
     };
     if let Some((p, etag)) = &claims.parts_etag
@@ -145,7 +150,7 @@ fn mode_for(
         });
     }
     if let Some(md5) = claims.md5
-        && size <= limits.max_part_bytes
+        && size <= max_block
     {
         return Some(Mode::Whole(md5));
     }
@@ -153,6 +158,7 @@ fn mode_for(
         .crc64_stored
         .map(|c| (c, true))
         .or(claims.crc64_meta.map(|c| (c, false)));
+    let part = part.min(max_block);
     if let Some((crc, stored)) = crc
         && crc_ok
         && fits(part)
@@ -622,8 +628,8 @@ mod tests {
             mode_for(&single, 100 << 20, 64 << 20, &l, true),
             Some(Mode::Whole(md5))
         );
-        // Above it, only a CRC could prove it: none here, so it streams.
-        assert_eq!(mode_for(&single, 5_000 << 20, 64 << 20, &l, true), None);
+        // Above one block's size (100 MiB), only a CRC could prove it: none here, so it streams.
+        assert_eq!(mode_for(&single, 101 << 20, 64 << 20, &l, true), None);
         // A CRC: blocks of the usual part size; not once the run learned that answers carry
         // no CRC64.
         let crc = Claims {
@@ -639,6 +645,15 @@ mod tests {
             })
         );
         assert_eq!(mode_for(&crc, 100 << 20, 64 << 20, &l, false), None);
+        // A part size above one block's limit is fetched in blocks of the limit.
+        assert_eq!(
+            mode_for(&crc, 1 << 30, 512 << 20, &l, true),
+            Some(Mode::Crc {
+                part: 100 << 20,
+                crc: 42,
+                stored: true
+            })
+        );
         // No digest, or an empty object: streamed.
         assert_eq!(mode_for(&Claims::default(), 10, 64 << 20, &l, true), None);
         assert_eq!(mode_for(&single, 0, 64 << 20, &l, true), None);
