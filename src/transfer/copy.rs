@@ -447,7 +447,20 @@ pub(super) fn crc_writer(ctx: &Ctx) -> Option<&crate::store::CrcWriter> {
 /// properties, S3's stored CRC64 with checksum mode). A HEAD that still fails after the retry
 /// policy is an error of this attempt: going on would silently verify by size alone.
 pub(super) async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyError> {
-    discover_for(ctx, src, head, crc_writer(ctx).is_some()).await
+    discover_for(
+        ctx,
+        src,
+        head,
+        crc_writer(ctx).is_some() || crc_suffices(ctx),
+    )
+    .await
+}
+
+/// A local folder's write side is proven by the CRC64 of the bytes written, so a source that
+/// states a CRC is checked by it alone and no MD5 is computed (`--verify md5` and `readback`
+/// keep the MD5).
+pub(super) fn crc_suffices(ctx: &Ctx) -> bool {
+    ctx.dst.local_root.is_some() && ctx.opts.verify.allows_checksum_only()
 }
 
 /// [`discover`], saying whether a CRC the source keeps is looked for first (`crc_first`: the

@@ -58,8 +58,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
-/// Bytes gathered before one positional write (network chunks are small).
-const BATCH: usize = 1 << 20;
+/// Bytes gathered before one positional write (network chunks are small). Small enough that the
+/// bytes are still in the CPU's cache when the kernel copies them into the page cache: with 1 MiB
+/// batches, 4 x 256 MiB S3 -> local from a CRC64 source spent 1.1-1.5 s of system CPU, most of it
+/// in that copy, against 0.7-0.9 s with 128-256 KiB (and 60-85 MB peak RSS against 33-40).
+const BATCH: usize = 256 << 10;
 /// Block of a positional read from a local source.
 const BLOCK: usize = 1 << 20;
 
@@ -843,9 +846,18 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
         )
     } else if part.is_none() {
         let strict = ctx.opts.verify == Verify::Strict;
-        (discover(ctx, src, strict).await?, Reads::Stream, size)
+        let mut claims = discover(ctx, src, strict).await?;
+        if super::copy::crc_suffices(ctx) {
+            claims.prefer_crc();
+        }
+        (claims, Reads::Stream, size)
     } else {
-        let claims = discover(ctx, src, true).await?;
+        let mut claims = discover(ctx, src, true).await?;
+        // A source that states a CRC is checked by it alone: no MD5 pass, and its ranges
+        // need not follow its own part layout.
+        if super::copy::crc_suffices(ctx) {
+            claims.prefer_crc();
+        }
         let rest = Claims {
             parts_etag: None,
             ..claims.clone()

@@ -710,3 +710,50 @@ fn readme_drain_checkpoints_from_nvme_to_a_zero_egress_bucket() {
         ]
     );
 }
+
+/// Staging a source that keeps a full-object CRC64 (uploaded with `x-amz-checksum-crc64nvme`, as
+/// S3 does by default for new uploads) into a folder checks it by that CRC alone: no MD5 pass
+/// over its parts (`source-checksum+dest-written-crc64`); `--verify md5` keeps the MD5 proof.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_that_keeps_a_crc64_is_staged_without_an_md5_pass() {
+    let Some(s) = servers() else { return };
+    let prefix = unique("stage-crc");
+    let src = Store::open(&format!("garage:{}/{prefix}", s.bucket_a), &remotes(&s)).unwrap();
+    let key = "shards/big.bin";
+    let bytes = data(key, 12 * MIB + 3);
+    let w = src.crc_writer.clone().expect("an S3 store");
+    let up = w
+        .inner
+        .put_multipart(&src.path_of(key).unwrap())
+        .await
+        .unwrap();
+    let mut m = object_store::WriteMultipart::new_with_chunk_size(up, 5 * MIB as usize);
+    m.put(bytes.clone().into());
+    m.finish().await.unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    for (verify, want) in [
+        ("auto", "source-checksum+dest-written-crc64"),
+        ("md5", "source-parts-etag+dest-written-crc64"),
+    ] {
+        let dir = work.path().join(verify);
+        let mut c = moverctl();
+        c.arg("--config")
+            .arg(&conf)
+            .args(["copy", "--json", "--verify", verify, "--part-size", "8MiB"])
+            .args(["--multipart-threshold", "8MiB"])
+            .arg(format!("garage:{}/{prefix}", s.bucket_a))
+            .arg(&dir);
+        let out = tokio::task::spawn_blocking(move || c.output().unwrap())
+            .await
+            .unwrap();
+        expect(&out, 0);
+        let v = super::summary(&out);
+        assert_eq!(super::verified(&v, want), 1, "{verify}: {}", text(&out));
+        assert!(
+            std::fs::read(dir.join(key)).unwrap() == bytes,
+            "{verify}: not exact"
+        );
+    }
+}
