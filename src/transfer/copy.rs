@@ -1699,17 +1699,37 @@ async fn complete_and_verify(
     blocks_checked: Option<WriteCheck>,
     crc_w: Option<&crate::store::CrcWriter>,
 ) -> Result<(object_store::PutResult, WriteCheck), CopyError> {
-    ctx.counters.put.fetch_add(1, Relaxed);
     let cap = Capture::default();
-    let res = match cap
-        .scope(mp.complete_multipart(path, &id.to_string(), part_ids))
-        .await
-    {
+    // Azure: object_store's block-list commit cannot carry metadata, so the blocks are committed
+    // with a SAS and moverctl's metadata (the object's CRC64 for later runs to check it by);
+    // where no SAS can be signed or it is refused, as object_store does it, without metadata.
+    let with_metadata = match &ctx.dst.azure {
+        Some(az) if !ctx.dst.caps.metadata_on_multipart => {
+            let ids: Vec<&str> = part_ids.iter().map(|p| p.content_id.as_str()).collect();
+            let attrs = metadata(ctx, src, Some(crc));
+            match super::from_url::commit(ctx, az, path, &ids, &attrs, None).await {
+                Ok(r) => Some(Ok(r)),
+                Err(super::server_side::Refused::Copy(e)) => Some(Err(e)),
+                Err(super::server_side::Refused::Off(_)) => None,
+            }
+        }
+        _ => None,
+    };
+    let res = match with_metadata {
+        Some(r) => r,
+        None => {
+            ctx.counters.put.fetch_add(1, Relaxed);
+            cap.scope(mp.complete_multipart(path, &id.to_string(), part_ids))
+                .await
+                .map_err(store_err("completing the multipart upload"))
+        }
+    };
+    let res = match res {
         Ok(r) => r,
         Err(e) => {
             // The upload's state is unknown now; the next attempt starts a new one.
             abandon(ctx, mp, path, id, &src.key, false).await;
-            return Err(store_err("completing the multipart upload")(e));
+            return Err(e);
         }
     };
     if let Some(w) = crc_w {

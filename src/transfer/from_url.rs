@@ -322,7 +322,9 @@ async fn blocks(
             header(&req.if_match, "the source ETag")?,
         );
         let answer = send(
-            req,
+            ctx,
+            req.az,
+            req.path,
             &[
                 ("comp", "block"),
                 ("blockid", &BASE64_STANDARD.encode(&content_id)),
@@ -398,8 +400,43 @@ async fn blocks(
         Mode::Whole(m) => Some(*m),
         _ => claims.md5,
     };
+    let ids: Vec<&str> = recs.iter().map(|p| p.content_id.as_str()).collect();
+    let answer = match commit(
+        ctx,
+        req.az,
+        req.path,
+        &ids,
+        &copy::metadata(ctx, src, crc),
+        whole_md5,
+    )
+    .await
+    {
+        Ok(a) => a,
+        Err(Refused::Off(why)) => {
+            copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
+            return Err(Refused::Off(why));
+        }
+        // Staged and proven: the next attempt commits them without fetching again.
+        Err(e) => return Err(e),
+    };
+    let mut out = server_side::outcome(src, crc, whole_md5, answer.e_tag, n, Some(id), Some(part));
+    out.verified_by = mode.label();
+    Ok(Some(out))
+}
+
+/// Commits staged blocks (by their ids, as the journal keeps them) with moverctl's metadata and,
+/// when known, the object's MD5 as its `Content-MD5` property, authorised by a SAS: object_store's
+/// own block-list commit cannot carry metadata.
+pub(super) async fn commit(
+    ctx: &Ctx,
+    az: &object_store::azure::MicrosoftAzure,
+    path: &object_store::path::Path,
+    ids: &[&str],
+    attrs: &object_store::Attributes,
+    md5: Option<[u8; 16]>,
+) -> Result<object_store::PutResult, Refused> {
     let mut h = HeaderMap::new();
-    for (k, v) in &copy::metadata(ctx, src, crc) {
+    for (k, v) in attrs {
         let name = match k {
             Attribute::Metadata(m) => format!("x-ms-meta-{m}"),
             Attribute::StorageClass => "x-ms-access-tier".to_string(),
@@ -413,44 +450,38 @@ async fn blocks(
             h.insert(n, v);
         }
     }
-    if let Some(m) = whole_md5 {
+    if let Some(m) = md5 {
         h.insert(
             HeaderName::from_static("x-ms-blob-content-md5"),
             header(&BASE64_STANDARD.encode(m), "the MD5")?,
         );
     }
     let mut list = String::from("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<BlockList>\n");
-    for p in &recs {
+    for id in ids {
         list.push_str(&format!(
             "\t<Uncommitted>{}</Uncommitted>\n",
-            BASE64_STANDARD.encode(&p.content_id)
+            BASE64_STANDARD.encode(id)
         ));
     }
     list.push_str("</BlockList>");
-    let answer = match send(
-        req,
+    let answer = send(
+        ctx,
+        az,
+        path,
         &[("comp", "blocklist")],
         h,
         bytes::Bytes::from(list),
         "committing the blocks (Put Block List)",
     )
-    .await
-    {
-        Ok(a) => a,
-        Err(Refused::Off(why)) => {
-            copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
-            return Err(Refused::Off(why));
-        }
-        // Staged and proven: the next attempt commits them without fetching again.
-        Err(e) => return Err(e),
-    };
-    let etag = answer
-        .get("etag")
-        .and_then(|v| v.to_str().ok())
-        .map(checksum::etag_norm);
-    let mut out = server_side::outcome(src, crc, whole_md5, etag, n, Some(id), Some(part));
-    out.verified_by = mode.label();
-    Ok(Some(out))
+    .await?;
+    Ok(object_store::PutResult {
+        e_tag: answer
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .map(checksum::etag_norm),
+        version: None,
+        extensions: Default::default(),
+    })
 }
 
 fn b64<const N: usize>(v: &str) -> Option<[u8; N]> {
@@ -482,13 +513,14 @@ fn error_code(headers: &reqwest::header::HeaderMap, body: &str) -> String {
 /// A PUT to the destination blob, authorised by a SAS signed for it (the operation's query
 /// appended, as a SAS allows), retried under the one retry policy; its answer's headers.
 async fn send(
-    req: &Req<'_>,
+    ctx: &Ctx,
+    az: &object_store::azure::MicrosoftAzure,
+    path: &object_store::path::Path,
     query: &[(&str, &str)],
     headers: HeaderMap,
     body: bytes::Bytes,
     what: &'static str,
 ) -> Result<reqwest::header::HeaderMap, Refused> {
-    let ctx = req.ctx;
     let generic = |msg: String, status: Option<u16>| CopyError::Store {
         what,
         source: object_store::Error::Generic {
@@ -504,9 +536,8 @@ async fn send(
     };
     let mut backoff = Backoff::with_window(ctx.dst.retry_window);
     loop {
-        let mut url = req
-            .az
-            .signed_url(Method::PUT, req.path, SIGNED_FOR)
+        let mut url = az
+            .signed_url(Method::PUT, path, SIGNED_FOR)
             .await
             .map_err(|e| {
                 Refused::Off(format!(
