@@ -166,19 +166,27 @@ install_azurite() {
   if [[ -x $AZURITE ]] && grep -q "\"version\": \"$AZURITE_VERSION\"" "$pkg" 2>/dev/null; then
     return 0
   fi
+  npm_install "$AZURITE_PREFIX" "azurite@$AZURITE_VERSION" "$AZURITE"
+  [[ -x $AZURITE ]] || die "azurite-blob missing after install: $AZURITE"
+}
+
+# npm_install PREFIX PACKAGE@VERSION FILE: installs the package into PREFIX under the tools lock
+# unless FILE (what it provides) is already there in that version; the log goes to $TOOLS.
+npm_install() {
+  local prefix="$1" spec="$2" file="$3" name="${2%@*}"
+  local pkg="$prefix/node_modules/$name/package.json"
   mkdir -p "$TOOLS"
   (
     flock 8
-    if ! { [[ -x $AZURITE ]] && grep -q "\"version\": \"$AZURITE_VERSION\"" "$pkg" 2>/dev/null; }; then
-      log "installing azurite $AZURITE_VERSION into $AZURITE_PREFIX"
-      npm install --prefix "$AZURITE_PREFIX" --no-audit --no-fund --loglevel=error \
-        "azurite@$AZURITE_VERSION" >"$TOOLS/azurite-install.log" 2>&1 || {
-        tail -n 40 "$TOOLS/azurite-install.log" >&2
-        die "npm install azurite failed"
+    if ! { [[ -x $file ]] && grep -q "\"version\": \"${spec##*@}\"" "$pkg" 2>/dev/null; }; then
+      log "installing $spec into $prefix"
+      npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
+        "$spec" >"$TOOLS/$name-install.log" 2>&1 || {
+        tail -n 40 "$TOOLS/$name-install.log" >&2
+        die "npm install $spec failed"
       }
     fi
   ) 8>"$TOOLS/.install.lock"
-  [[ -x $AZURITE ]] || die "azurite-blob missing after install: $AZURITE"
 }
 
 # Prints the Node binary Azurite runs with: the system's when it is 22 or newer, else one
@@ -200,20 +208,7 @@ node_for_azurite() {
   esac
   pkg="node-linux-$arch"
   bin="$NODE_PREFIX/node_modules/$pkg/bin/node"
-  if [[ ! -x $bin ]]; then
-    mkdir -p "$TOOLS"
-    (
-      flock 8
-      if [[ ! -x $bin ]]; then
-        log "installing node $NODE_VERSION ($pkg, from the npm registry) into $NODE_PREFIX"
-        npm install --prefix "$NODE_PREFIX" --no-audit --no-fund --loglevel=error \
-          "$pkg@$NODE_VERSION" >"$TOOLS/node-install.log" 2>&1 || {
-          tail -n 40 "$TOOLS/node-install.log" >&2
-          die "npm install $pkg failed"
-        }
-      fi
-    ) 8>"$TOOLS/.install.lock"
-  fi
+  [[ -x $bin ]] || npm_install "$NODE_PREFIX" "$pkg@$NODE_VERSION" "$bin" || exit 1
   [[ -x $bin ]] || die "node missing after install: $bin"
   echo "$bin"
 }

@@ -27,13 +27,13 @@
 use super::Verify;
 use super::claims::Claims;
 use super::copy::{self, CopyError, Ctx, Outcome};
-use super::server_side::{self, Refused};
+use super::server_side::{self, Refused, Verdict};
 use super::verification::{ReadCheck, Verification, WriteCheck};
 use crate::checksum;
 use crate::journal::PartRecord;
 use crate::store::Store;
 use crate::store::list::Entry;
-use crate::store::retry::{Backoff, retryable_status};
+use crate::store::retry::retryable_status;
 use base64::Engine;
 use base64::prelude::BASE64_STANDARD;
 use futures::stream::{self, StreamExt};
@@ -534,8 +534,7 @@ async fn send(
             },
         },
     };
-    let mut backoff = Backoff::with_window(ctx.dst.retry_window);
-    loop {
+    let sign = || async move {
         let mut url = az
             .signed_url(Method::PUT, path, SIGNED_FOR)
             .await
@@ -546,80 +545,38 @@ async fn send(
                 ))
             })?;
         url.query_pairs_mut().extend_pairs(query);
-        ctx.limits.take_request().await;
-        ctx.counters.put.fetch_add(1, Relaxed);
-        // Logged by path only: the query holds the signature.
-        let shown_path = url.path().to_string();
-        let started = std::time::Instant::now();
-        let mut r = server_side::client()
-            .put(url)
-            .header("content-length", body.len().to_string())
-            .body(body.clone());
-        for (k, v) in &headers {
-            r = r.header(k, v);
-        }
-        let mut last_status = None;
-        // A reqwest error would print the signed URL: only its kind is kept.
-        let failure = match r.send().await {
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                let answer = resp.headers().clone();
-                let text = resp.text().await.unwrap_or_default();
-                tracing::debug!(
-                    target: "moverctl::http",
-                    method = "PUT",
-                    path = %shown_path,
-                    status,
-                    ms = started.elapsed().as_millis() as u64,
-                    "request ({what})"
-                );
-                let code = error_code(&answer, &text);
-                match status {
-                    200..=299 => return Ok(answer),
-                    304 | 412 if code != "ConditionNotMet" => {
-                        return Err(Refused::Copy(CopyError::SourceChanged));
-                    }
-                    // The service could not read the source URL (not reachable from it, a
-                    // signature it does not take, an emulator that copies only within itself):
-                    // the bytes can still be streamed.
-                    _ if code == "CannotVerifyCopySource" => {
-                        return Err(Refused::Off(format!("{status} {code}")));
-                    }
-                    400 if matches!(
-                        code.as_str(),
-                        "UnsupportedHeader" | "InvalidHeaderValue" | "InvalidQueryParameterValue"
-                    ) =>
-                    {
-                        return Err(Refused::Off(format!("{status} {code}")));
-                    }
-                    401 | 403 | 405 | 501 => return Err(Refused::Off(format!("{status} {code}"))),
-                    s if retryable_status(s) => {
-                        last_status = Some(s);
-                        format!("the store answered {s} {code}")
-                    }
-                    s => {
-                        return Err(Refused::Copy(generic(
-                            format!("the store answered {s} {code}"),
-                            Some(s),
-                        )));
-                    }
-                }
+        Ok(url)
+    };
+    server_side::put_signed(ctx, what, sign, &headers, body, generic, |reply| {
+        let code = error_code(&reply.headers, &reply.body);
+        let off = || Verdict::Fail(Refused::Off(format!("{} {code}", reply.status)));
+        match reply.status {
+            200..=299 => Verdict::Done(reply.headers.clone()),
+            304 | 412 if code != "ConditionNotMet" => {
+                Verdict::Fail(Refused::Copy(CopyError::SourceChanged))
             }
-            Err(e) if e.is_timeout() => "the request timed out".to_string(),
-            Err(e) if e.is_connect() => "the connection failed".to_string(),
-            Err(_) => "the connection broke".to_string(),
-        };
-        if !backoff.wait_logged(what, &failure).await {
-            return Err(Refused::Copy(generic(
-                format!(
-                    "{failure}; gave up after {} retries over {:.0?}",
-                    backoff.retries(),
-                    backoff.elapsed()
-                ),
-                last_status,
-            )));
+            // The service could not read the source URL (not reachable from it, a signature it
+            // does not take, an emulator that copies only within itself): the bytes can still
+            // be streamed.
+            _ if code == "CannotVerifyCopySource" => off(),
+            400 if matches!(
+                code.as_str(),
+                "UnsupportedHeader" | "InvalidHeaderValue" | "InvalidQueryParameterValue"
+            ) =>
+            {
+                off()
+            }
+            401 | 403 | 405 | 501 => off(),
+            s if retryable_status(s) => {
+                Verdict::Retry(format!("the store answered {s} {code}"), Some(s))
+            }
+            s => Verdict::Fail(Refused::Copy(generic(
+                format!("the store answered {s} {code}"),
+                Some(s),
+            ))),
         }
-    }
+    })
+    .await
 }
 
 #[cfg(test)]

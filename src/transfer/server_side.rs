@@ -647,44 +647,52 @@ pub(super) fn client() -> &'static reqwest::Client {
     })
 }
 
-/// A presigned PUT to the destination key with `headers` bound to the signature, retried under
-/// the one retry policy; its answer.
-async fn send(
-    req: &Request<'_>,
-    query: &[(String, String)],
-    headers: HeaderMap,
+/// One answer to a signed PUT.
+pub(super) struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+/// What an answer means to the request's caller.
+pub(super) enum Verdict<T> {
+    Done(T),
+    /// Worth another attempt (a 5xx, a throttle): why, and the status.
+    Retry(String, Option<u16>),
+    Fail(Refused),
+}
+
+/// A PUT of `body` with `headers` to a URL signed anew for each attempt, paced by `--tpslimit`
+/// and counted, retried under the one retry policy while `judge` says so or the connection
+/// fails; `generic` words the error when the retries run out. The URL carries a signature: it
+/// is logged by path only and no transport error (which would print it) is kept.
+pub(super) async fn put_signed<T, S: Future<Output = Result<url::Url, Refused>>>(
+    ctx: &Ctx,
     what: &'static str,
-) -> Result<Answer, Refused> {
-    let client = client();
-    let ctx = req.ctx;
-    let mut opts = SignedUrlOptions::default().with_query(query.iter().cloned());
-    for (k, v) in &headers {
-        opts = opts.with_signed_header(k.clone(), v.clone());
-    }
-    let generic = |msg: String, status: Option<u16>| copy::s3_answer_error(what, msg, status);
+    sign: impl Fn() -> S,
+    headers: &HeaderMap,
+    body: bytes::Bytes,
+    generic: impl Fn(String, Option<u16>) -> CopyError,
+    judge: impl Fn(Reply) -> Verdict<T>,
+) -> Result<T, Refused> {
     let mut backoff = Backoff::with_window(ctx.dst.retry_window);
     loop {
-        let url = req
-            .s3
-            .signed_url_opts(Method::PUT, req.path, Duration::from_secs(900), &opts)
-            .await
-            .map_err(|e| CopyError::Store { what, source: e })?;
+        let url = sign().await?;
         ctx.limits.take_request().await;
         ctx.counters.put.fetch_add(1, Relaxed);
-        // Logged by path only: the query holds the signature.
         let shown_path = url.path().to_string();
         let started = std::time::Instant::now();
-        let mut r = client.put(url).header("content-length", "0");
-        for (k, v) in &headers {
+        let mut r = client()
+            .put(url)
+            .header("content-length", body.len().to_string())
+            .body(body.clone());
+        for (k, v) in headers {
             r = r.header(k, v);
         }
-        let mut last_status = None;
-        // A reqwest error would print the presigned URL (a signature): only its kind is kept.
-        let failure = match r.send().await {
+        let (failure, last_status) = match r.send().await {
             Ok(resp) => {
                 let status = resp.status().as_u16();
-                let etag_can_be_md5 =
-                    crate::store::http::DigestHeaders::of(resp.headers()).s3_etag_can_be_md5();
+                let headers = resp.headers().clone();
                 let body = resp.text().await.unwrap_or_default();
                 tracing::debug!(
                     target: "moverctl::http",
@@ -694,47 +702,19 @@ async fn send(
                     ms = started.elapsed().as_millis() as u64,
                     "request ({what})"
                 );
-                let code = xml_field(&body, "Code").unwrap_or_default();
-                match status {
-                    200..=299 if !body.contains("<Error") => {
-                        return Ok(Answer {
-                            body,
-                            etag_can_be_md5,
-                        });
-                    }
-                    200..=299 if matches!(code.as_str(), "InternalError" | "SlowDown") => {
-                        format!("the store answered the copy with {code}")
-                    }
-                    200..=299 => {
-                        return Err(Refused::Copy(generic(
-                            format!("the store answered {code}"),
-                            None,
-                        )));
-                    }
-                    412 => return Err(Refused::Copy(CopyError::SourceChanged)),
-                    // Not offered here, or the credentials may not read the source this way:
-                    // the bytes can still be streamed.
-                    400 if code == "NotImplemented" || code == "InvalidRequest" => {
-                        return Err(Refused::Off(format!("{status} {code}")));
-                    }
-                    401 | 403 | 405 | 501 => {
-                        return Err(Refused::Off(format!("{status} {code}")));
-                    }
-                    s if retryable_status(s) => {
-                        last_status = Some(s);
-                        format!("the store answered {s}")
-                    }
-                    s => {
-                        return Err(Refused::Copy(generic(
-                            format!("the store answered {s} {code}"),
-                            Some(s),
-                        )));
-                    }
+                match judge(Reply {
+                    status,
+                    headers,
+                    body,
+                }) {
+                    Verdict::Done(t) => return Ok(t),
+                    Verdict::Fail(e) => return Err(e),
+                    Verdict::Retry(why, status) => (why, status),
                 }
             }
-            Err(e) if e.is_timeout() => "the request timed out".to_string(),
-            Err(e) if e.is_connect() => "the connection failed".to_string(),
-            Err(_) => "the connection broke".to_string(),
+            Err(e) if e.is_timeout() => ("the request timed out".to_string(), None),
+            Err(e) if e.is_connect() => ("the connection failed".to_string(), None),
+            Err(_) => ("the connection broke".to_string(), None),
         };
         if !backoff.wait_logged(what, &failure).await {
             return Err(Refused::Copy(generic(
@@ -747,6 +727,65 @@ async fn send(
             )));
         }
     }
+}
+
+/// A presigned PUT to the destination key with `headers` bound to the signature, retried under
+/// the one retry policy; its answer.
+async fn send(
+    req: &Request<'_>,
+    query: &[(String, String)],
+    headers: HeaderMap,
+    what: &'static str,
+) -> Result<Answer, Refused> {
+    let mut opts = SignedUrlOptions::default().with_query(query.iter().cloned());
+    for (k, v) in &headers {
+        opts = opts.with_signed_header(k.clone(), v.clone());
+    }
+    let generic = |msg: String, status: Option<u16>| copy::s3_answer_error(what, msg, status);
+    let opts = &opts;
+    let sign = || async move {
+        req.s3
+            .signed_url_opts(Method::PUT, req.path, Duration::from_secs(900), opts)
+            .await
+            .map_err(|e| Refused::Copy(CopyError::Store { what, source: e }))
+    };
+    put_signed(
+        req.ctx,
+        what,
+        sign,
+        &headers,
+        bytes::Bytes::new(),
+        generic,
+        |reply| {
+            let code = xml_field(&reply.body, "Code").unwrap_or_default();
+            let failed = |msg: String, status| Verdict::Fail(Refused::Copy(generic(msg, status)));
+            match reply.status {
+                200..=299 if !reply.body.contains("<Error") => Verdict::Done(Answer {
+                    etag_can_be_md5: crate::store::http::DigestHeaders::of(&reply.headers)
+                        .s3_etag_can_be_md5(),
+                    body: reply.body,
+                }),
+                200..=299 if matches!(code.as_str(), "InternalError" | "SlowDown") => {
+                    Verdict::Retry(format!("the store answered the copy with {code}"), None)
+                }
+                200..=299 => failed(format!("the store answered {code}"), None),
+                412 => Verdict::Fail(Refused::Copy(CopyError::SourceChanged)),
+                // Not offered here, or the credentials may not read the source this way: the
+                // bytes can still be streamed.
+                400 if code == "NotImplemented" || code == "InvalidRequest" => {
+                    Verdict::Fail(Refused::Off(format!("{} {code}", reply.status)))
+                }
+                401 | 403 | 405 | 501 => {
+                    Verdict::Fail(Refused::Off(format!("{} {code}", reply.status)))
+                }
+                s if retryable_status(s) => {
+                    Verdict::Retry(format!("the store answered {s}"), Some(s))
+                }
+                s => failed(format!("the store answered {s} {code}"), Some(s)),
+            }
+        },
+    )
+    .await
 }
 
 #[cfg(test)]

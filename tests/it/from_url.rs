@@ -100,21 +100,13 @@ fn from_url_requests(log: &[Seen]) -> usize {
 
 /// Bytes of request bodies sent to the store, and the GETs of blobs (not listings).
 fn bytes_through(log: &[Seen]) -> (u64, usize) {
-    let mut body = 0;
-    let mut gets = 0;
-    for (m, target, h) in log {
-        if m == "GET" && !target.contains("comp=list") && !target.contains("restype=") {
-            gets += 1;
-        }
-        if m == "PUT" {
-            body += h
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-                .and_then(|(_, v)| v.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-    }
-    (body, gets)
+    let gets = log
+        .iter()
+        .filter(|(m, target, _)| {
+            m == "GET" && !target.contains("comp=list") && !target.contains("restype=")
+        })
+        .count();
+    (super::body_bytes(log), gets)
 }
 
 /// Writes `bytes` as a block blob of `block`-byte blocks the way other tools do (Put Block, Put

@@ -260,6 +260,20 @@ pub fn verified(v: &serde_json::Value, label: &str) -> u64 {
     v["verified_by"][label].as_u64().unwrap_or(0)
 }
 
+/// Bytes of request bodies (PUTs and POSTs, by their Content-Length) among requests the fault
+/// proxy logged: what a run sent to the store.
+pub fn body_bytes(log: &[faults::proxy::Seen]) -> u64 {
+    log.iter()
+        .filter(|(m, _, _)| m == "PUT" || m == "POST")
+        .map(|(_, _, h)| {
+            h.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                .and_then(|(_, v)| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
 /// Whether a request the fault proxy logged carried a header (any case).
 pub fn has_header(h: &[(String, String)], name: &str) -> bool {
     h.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))

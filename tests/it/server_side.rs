@@ -103,21 +103,13 @@ impl Setup {
     /// Bytes of object data the proxy saw go to or come from the store: request bodies of PUTs
     /// and POSTs (object bytes or XML), and GETs of objects (not listings or HEADs).
     fn object_requests(&self) -> (Vec<String>, u64) {
-        let mut gets = Vec::new();
-        let mut body = 0u64;
-        for (method, target, headers) in self.proxy.log() {
-            if method == "GET" && !target.contains("list-type") {
-                gets.push(target.clone());
-            }
-            if method == "PUT" || method == "POST" {
-                body += headers
-                    .iter()
-                    .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-                    .and_then(|(_, v)| v.parse::<u64>().ok())
-                    .unwrap_or(0);
-            }
-        }
-        (gets, body)
+        let log = self.proxy.log();
+        let gets = log
+            .iter()
+            .filter(|(method, target, _)| method == "GET" && !target.contains("list-type"))
+            .map(|(_, target, _)| target.clone())
+            .collect();
+        (gets, super::body_bytes(&log))
     }
 }
 
