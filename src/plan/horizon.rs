@@ -236,6 +236,7 @@ pub fn stay(src: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
         reads,
         break_even_month: None,
         server_side: false,
+        from_url: false,
         restore: None,
     }
 }

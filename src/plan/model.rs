@@ -316,6 +316,9 @@ pub struct Candidate {
     pub break_even_month: Option<u32>,
     /// The move is priced and timed as a server-side copy ([`server_side_copy`]).
     pub server_side: bool,
+    /// The move is priced and timed as a copy the destination fetches from the source's URL
+    /// ([`from_url_copy`]).
+    pub from_url: bool,
     /// The restore tier priced, and why (archive sources with `--restore-tier`).
     pub restore: Option<super::restore::Restore>,
 }
@@ -326,11 +329,15 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     let total_bytes = corpus.total_bytes();
     let objects = corpus.total_objects();
     let server_side = server_side_copy(src, dst, a);
-    let mut counts = count_requests(src, dst, corpus, a, server_side);
-    if server_side {
-        // CopyObject / UploadPartCopy at the destination; nothing is read from the source.
-        counts.source_get = 0;
-    }
+    let from_url = !server_side && from_url_copy(src, dst, a);
+    let path = if server_side {
+        CopyPath::ServerSide
+    } else if from_url {
+        CopyPath::FromUrl
+    } else {
+        CopyPath::Streamed
+    };
+    let counts = count_requests(src, dst, corpus, a, path);
     if counts.unplaceable_objects > 0 {
         warnings.push(format!(
             "{}: {} objects are larger than its {} object limit (or need more than {} parts) and cannot be copied",
@@ -341,7 +348,14 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         ));
     }
 
-    let mut time = transfer_time(src, dst, corpus, &counts, a);
+    let mut time = transfer_time(src, dst, corpus, &counts, a, path);
+    if from_url {
+        warnings.push(format!(
+            "copied by {} from the source's URL (Put Block From URL: the blob service reads each block of up to {} MiB from a signed source URL; only requests pass through the workers): source GETs are per block, destination PUT-class requests are the blocks and one block list per object, and the workers' NICs and CPU do not bound the time; objects whose source states neither an MD5 nor a CRC64 stream through the workers; plan with --no-server-side for a streamed move",
+            dst.provider_id(),
+            FROM_URL_MAX_BLOCK >> 20
+        ));
+    }
     if server_side {
         // No byte passes through the workers: the path, the NICs and this machine's CPU do not
         // bound the run; its requests do (the provider's internal copy rate is not published).
@@ -533,6 +547,7 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         reads,
         break_even_month: None,
         server_side,
+        from_url,
         restore: a.restore.clone(),
     }
 }
@@ -721,6 +736,32 @@ pub fn server_side_copy(src: &Place, dst: &Place, a: &Assumptions) -> bool {
         && !src.class.archive
 }
 
+/// Whether `exec` would have the destination fetch each block from the source's URL (Put Block
+/// From URL): an Azure Blob destination and an S3-API or Azure source of a cloud provider (a
+/// signed URL the blob service can reach; not `onprem`, not an archive class), copies on the
+/// server allowed. Objects whose source states no digest stream (the plan cannot tell them).
+pub fn from_url_copy(src: &Place, dst: &Place, a: &Assumptions) -> bool {
+    a.server_side
+        && api_of(dst) == Api::Azure
+        && matches!(api_of(src), Api::S3 | Api::Azure)
+        && src.provider.file.kind != crate::catalog::ProviderKind::Onprem
+        && !src.class.archive
+}
+
+/// The largest block the blob service fetches from a URL (`exec`'s limit for Put Block From URL).
+pub const FROM_URL_MAX_BLOCK: u64 = 100 << 20;
+
+/// How `exec` moves the bytes of a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CopyPath {
+    /// Through the workers: GET at the source, PUT at the destination.
+    Streamed,
+    /// CopyObject / UploadPartCopy within one S3 service: nothing read at the source.
+    ServerSide,
+    /// Put Block From URL: the destination reads each block from the source.
+    FromUrl,
+}
+
 /// The requests `exec` makes with its defaults (see the module comment). A server-side copy of
 /// a multipart object is one CopyObject where the destination keeps a copied object's parts
 /// (`copy_keeps_multipart_etag`), up to its single-PUT limit.
@@ -729,10 +770,10 @@ fn count_requests(
     dst: &Place,
     corpus: &Corpus,
     a: &Assumptions,
-    server_side: bool,
+    path: CopyPath,
 ) -> Counts {
-    let whole_copy =
-        server_side && dst.limits().copy_keeps_multipart_etag == crate::catalog::Tristate::Yes;
+    let whole_copy = path == CopyPath::ServerSide
+        && dst.limits().copy_keeps_multipart_etag == crate::catalog::Tristate::Yes;
     let mut c = Counts::default();
     let objects = corpus.total_objects();
     c.source_list = objects.div_ceil(1000).max(1);
@@ -746,6 +787,30 @@ fn count_requests(
             }
             if s3_source && size > a.part_rule.threshold {
                 c.source_head += n;
+            }
+            if path == CopyPath::FromUrl {
+                // One Put Block From URL per block (the service GETs its range at the source),
+                // blocks of the streamed copy's part size up to the call's limit, and a block
+                // list per object.
+                let mut limits = dst.limits().clone();
+                limits.max_part_bytes = limits.max_part_bytes.min(FROM_URL_MAX_BLOCK);
+                let block = match part_plan(size, &limits, a.part_rule) {
+                    Ok(Upload::Single) => size.clamp(1, FROM_URL_MAX_BLOCK),
+                    Ok(Upload::Multipart { part_size, .. }) => part_size,
+                    Err(_) => {
+                        c.unplaceable_objects += n;
+                        continue;
+                    }
+                };
+                let blocks = size.div_ceil(block).max(1);
+                if blocks > 1 {
+                    c.multipart_objects += n;
+                    c.parts += n * blocks;
+                    c.max_part_size = c.max_part_size.max(block);
+                }
+                c.source_get += n * blocks;
+                c.destination_put += n * (blocks + 1);
+                continue;
             }
             match part_plan(size, dst.limits(), a.part_rule) {
                 Ok(Upload::Single) => {
@@ -771,6 +836,10 @@ fn count_requests(
                 Err(_) => c.unplaceable_objects += n,
             }
         }
+    }
+    if path == CopyPath::ServerSide {
+        // CopyObject / UploadPartCopy at the destination; nothing is read from the source.
+        c.source_get = 0;
     }
     c
 }
@@ -861,15 +930,27 @@ pub(super) fn storage_month(dst: &Place, corpus: &Corpus, warnings: &mut Vec<Str
     month
 }
 
-fn transfer_time(src: &Place, dst: &Place, corpus: &Corpus, c: &Counts, a: &Assumptions) -> Time {
+fn transfer_time(
+    src: &Place,
+    dst: &Place,
+    corpus: &Corpus,
+    c: &Counts,
+    a: &Assumptions,
+    path: CopyPath,
+) -> Time {
     let bytes = Decimal::from(corpus.total_bytes());
     let objects = corpus.total_objects();
     let workers = Decimal::from(a.workers.max(1));
     let slots = Decimal::from(a.concurrency.max(1)) * workers;
-    let effective_bandwidth = a
-        .bandwidth
-        .min(a.worker_nic * workers)
-        .min(a.stream_throughput * slots);
+    // Copied from the source's URL, the bytes cross the path between the two providers, not the
+    // workers' NICs.
+    let through_host = path == CopyPath::Streamed;
+    let nics = if through_host {
+        a.worker_nic * workers
+    } else {
+        a.bandwidth
+    };
+    let effective_bandwidth = a.bandwidth.min(nics).min(a.stream_throughput * slots);
     let bandwidth_seconds = bytes / effective_bandwidth;
 
     // Each object holds a slot for its requests' latencies: GET, PUT (or create, parts, complete —
@@ -904,7 +985,12 @@ fn transfer_time(src: &Place, dst: &Place, corpus: &Corpus, c: &Counts, a: &Assu
     // Listing pages follow each other within one key range; ranges split across workers.
     let listing_seconds = Decimal::from(c.source_list) * latency / workers;
 
-    let m = measured_seconds(corpus, c, a.measured.as_ref());
+    let mut m = measured_seconds(corpus, c, a.measured.as_ref());
+    if !through_host {
+        // The probe measured throughput and CPU through this machine, which these bytes skip.
+        m.throughput = Decimal::ZERO;
+        m.cpu = Decimal::ZERO;
+    }
     let (bound, seconds) = binding(&[
         (Bound::Bandwidth, bandwidth_seconds),
         (Bound::Requests, request_seconds),

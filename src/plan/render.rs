@@ -91,6 +91,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                 "kind": c.kind.as_str(),
                 "break_even_month": c.break_even_month,
                 "server_side": c.server_side,
+                "from_url": c.from_url,
                 "horizon": {
                     "one_time": c.cost.one_time().to_json(),
                     "monthly": c.cost.monthly().to_json(),

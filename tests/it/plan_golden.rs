@@ -361,6 +361,60 @@ fn a_same_region_move_is_planned_as_a_server_side_copy() {
     assert!(!eval("onprem", "onprem", 1000 * GIB, 10).server_side);
 }
 
+// Into Azure from an S3 source the blob service fetches each block from a signed source URL
+// (Put Block From URL), as `exec` does: 1,000 objects of 1 GiB from aws:us-east-1 to azure
+// (eastus, hot), the workers' NIC set to 1 Gbit/s.
+// Blocks: 1 GiB / 64 MiB (the part rule, under the call's 100 MiB) = 16 per object.
+// Source: LIST 1 x $0.005/1,000 = $0.000005; GET 16 per object (each block's range, read by
+// the service) = 16,000 x $0.0004/1,000 = $0.0064; HEAD 1,000 x $0.0004/1,000 = $0.0004;
+// total $0.006805 (streamed: one GET per object, $0.0004 + $0.0004 + $0.000005 = $0.000805).
+// Destination PUT-class: 16 blocks + 1 block list = 17 per object = 17,000 (streamed: 16 blocks
+// + create + commit = 18,000 and a HEAD after each).
+// Egress is the same either way (the bytes leave AWS for the internet): (1,000 - 100) x $0.09
+// = $81.
+// Time: the bytes skip the workers, so the path's 10 Gbit/s default binds, not the 1 Gbit/s
+// NIC: 1,000 x 2^30 / 1,250,000,000 = 858.9934592 s (streamed: / 125,000,000 = 8,589.934592 s).
+#[test]
+fn an_azure_destination_of_an_s3_source_is_planned_as_a_copy_from_the_sources_url() {
+    let nic = |a: &mut moverctl::plan::model::Assumptions| a.worker_nic = d("125000000");
+    let c = eval_with("aws:us-east-1", "azure", &corpus(1000 * GIB, 1000), nic);
+    assert!(c.from_url && !c.server_side);
+    assert_eq!(c.counts.source_get, 16_000);
+    assert_eq!(c.counts.source_head, 1_000);
+    assert_eq!(c.counts.destination_put, 17_000);
+    assert_eq!(c.counts.destination_head, 0);
+    assert_eq!(c.cost.source_requests, Usd(d("0.006805")));
+    assert_eq!(c.cost.egress, Usd(d("81")));
+    assert_eq!(c.time.bound.as_str(), "bandwidth");
+    assert_eq!(c.time.seconds, d("858.9934592"));
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.contains("copied by azure from the source's URL")),
+        "{:?}",
+        c.warnings
+    );
+    let streamed = eval_with("aws:us-east-1", "azure", &corpus(1000 * GIB, 1000), |a| {
+        nic(a);
+        a.server_side = false;
+    });
+    assert!(!streamed.from_url);
+    assert_eq!(streamed.counts.source_get, 1_000);
+    assert_eq!(streamed.counts.destination_put, 18_000);
+    assert_eq!(streamed.counts.destination_head, 1_000);
+    assert_eq!(streamed.cost.source_requests, Usd(d("0.000805")));
+    assert_eq!(streamed.cost.egress, Usd(d("81")));
+    assert_eq!(streamed.time.seconds, d("8589.934592"));
+    // A source the blob service cannot fetch from streams: an on-prem cluster, a GCS bucket
+    // (its signed URLs need a key moverctl does not hold), an archive class; and Azure is the
+    // only destination that fetches.
+    assert!(!eval("onprem", "azure", GIB, 1).from_url);
+    assert!(!eval("gcp", "azure", GIB, 1).from_url);
+    assert!(!eval("aws:us-east-1/deep-archive", "azure", GIB, 1).from_url);
+    assert!(!eval("aws:us-east-1", "cloudflare-r2", GIB, 1).from_url);
+    assert!(eval("azure:eastus", "azure:westus2", GIB, 1).from_url);
+}
+
 // A probe's rates with one in flight give each object's own GET and PUT time (issue 16): a
 // server that answers a small GET in 40 ms (25/s with one in flight) and takes a PUT in 1 ms
 // (1,000/s). 2,000 objects of 16 KiB (single PUTs), 32 slots, 1 ms latency assumed for the HEAD:
