@@ -526,6 +526,20 @@ async fn copy_local_range(
 
 /// The parts of an object of `size` bytes in parts of `part` bytes (one part when `part` is 0
 /// or the object fits).
+/// The size of each ranged GET of a cloud object whose source parts are `layout` bytes: whole
+/// multiples of the layout (so each range's source parts can be hashed), about the preferred part
+/// size but no more than the object over the parts in flight, and as even as the layout allows:
+/// 256 MiB in 5 MiB parts is read as 4 ranges of 65 MiB, not 4 of 60 MiB and a 16 MiB tail
+/// that would run alone after them.
+fn range_size(size: u64, layout: u64, preferred: u64, in_flight: usize) -> u64 {
+    let layout = layout.max(1);
+    let target = preferred
+        .min(size.div_ceil(in_flight.max(1) as u64))
+        .max(layout);
+    let count = size.div_ceil(target).max(1);
+    size.div_ceil(count).div_ceil(layout) * layout
+}
+
 fn ranges(size: u64, part: u64) -> Vec<Range<u64>> {
     if part == 0 || size <= part {
         return std::iter::once(0..size).collect();
@@ -872,15 +886,12 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
             let layout = claims.parts_etag.as_ref().map(|(p, _)| *p);
             let want = part.unwrap_or(size);
             let p = match layout {
-                Some(lp) => {
-                    let target = ctx
-                        .opts
-                        .part_rule
-                        .preferred_part
-                        .min(size.div_ceil(ctx.opts.part_concurrency.max(1) as u64))
-                        .max(lp);
-                    (target / lp).max(1) * lp
-                }
+                Some(lp) => range_size(
+                    size,
+                    lp,
+                    ctx.opts.part_rule.preferred_part,
+                    ctx.opts.part_concurrency,
+                ),
                 None => want,
             };
             (claims, Reads::Ranged { src_part: layout }, p)
@@ -1309,6 +1320,32 @@ mod tests {
                 p.update(c);
             }
             assert_eq!(p.finish(), want, "chunks of {chunk}");
+        }
+    }
+
+    #[test]
+    fn ranged_reads_are_even_whole_multiples_of_the_source_layout() {
+        const MIB: u64 = 1 << 20;
+        // 256 MiB in 5 MiB parts (rclone's layout), 64 MiB preferred, 4 in flight: 4 ranges of
+        // 13 parts (65 MiB; the last 61 MiB), not 4 x 60 MiB and a 16 MiB tail.
+        let p = range_size(256 * MIB, 5 * MIB, 64 * MIB, 4);
+        assert_eq!(p, 65 * MIB);
+        assert_eq!(ranges(256 * MIB, p).len(), 4);
+        // A layout larger than the target: one source part per range.
+        assert_eq!(range_size(1024 * MIB, 100 * MIB, 64 * MIB, 4), 100 * MIB);
+        // A small object: one range.
+        assert_eq!(range_size(12 * MIB, 5 * MIB, 64 * MIB, 4), 5 * MIB);
+        assert_eq!(ranges(12 * MIB, 5 * MIB).len(), 3);
+        // 1 GiB in 8 MiB parts: 16 ranges of 64 MiB.
+        assert_eq!(range_size(1024 * MIB, 8 * MIB, 64 * MIB, 4), 64 * MIB);
+        for (size, layout) in [
+            (256 * MIB + 7, 5 * MIB),
+            (3 * MIB, 5 * MIB),
+            (999 * MIB, 7 * MIB),
+        ] {
+            let p = range_size(size, layout, 64 * MIB, 4);
+            assert_eq!(p % layout, 0);
+            assert!(p <= (64 * MIB).max(layout) + layout, "{p}");
         }
     }
 
