@@ -58,7 +58,9 @@ pub fn refine_caps(catalog: &Catalog, store: &mut Store) {
     let group = provider
         .map(|p| p.file.id.clone())
         .unwrap_or_else(|| store.kind.as_str().to_string());
-    let saved = crate::probe::saved::for_location(&group, &store.shown());
+    // The probe of this location or of the nearest folder above it (a bucket probed once covers
+    // every prefix in it: a server's integrity behaviour does not change from prefix to prefix).
+    let saved = crate::probe::saved::covering(&group, &store.shown()).map(|(_, r)| r);
     if let Some(r) = &saved {
         apply_probe(&mut store.caps, r);
     }

@@ -269,6 +269,35 @@ async fn a_probed_destination_is_written_and_proven_by_crc64_alone() {
     }
 }
 
+// A probe of a folder covers every prefix under it (a bucket probed once), not a sibling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_of_a_parent_folder_covers_the_prefixes_under_it() {
+    let Some(t) = setup("crc-parent").await else {
+        return;
+    };
+    let parent = unique("crc-parent-dst");
+    t.probe(&t.dst_location(&parent)).await;
+    let child = format!("{parent}/sub/dir");
+    let (o, v) = t.run(&t.local_source(), &t.dst_location(&child), &[]).await;
+    assert_eq!(
+        labels(&v),
+        vec![("source-size+dest-checksum".to_string(), 2)],
+        "{}",
+        text(&o)
+    );
+    assert_exact(&format!("garage:{}/{child}", t.bucket_b), &FILES).await;
+    // A prefix that only starts with the same characters is not under it.
+    let sibling = format!("{parent}-sibling");
+    let (o, v) = t
+        .run(&t.local_source(), &t.dst_location(&sibling), &[])
+        .await;
+    assert!(
+        labels(&v).iter().all(|(l, _)| !l.contains("dest-checksum")),
+        "{}",
+        text(&o)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flipped_byte_is_caught_either_way_on_the_crc_path() {
     let Some(t) = setup("crc-flip").await else {
