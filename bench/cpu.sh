@@ -17,7 +17,12 @@
 #      local -> local: moverctl --fsync never (and with --part-concurrency 1), rclone copy
 #      --checksum, cp -r, dd bs=16M (none of these syncs the files); local -> S3: moverctl,
 #      moverctl --verify md5, rclone
-#   ref  md5sum over the row-1 corpus: what one MD5 pass costs on this CPU
+#   ref  md5sum over the row-1 corpus: what one MD5 pass costs on this CPU; and the physical
+#        reference of the S3 rows: one `curl --aws-sigv4` PUT per row-1 file (UNSIGNED-PAYLOAD,
+#        all at once, no hashing), and one curl GET per row-3 source object into /dev/null. A
+#        copy's floor on this machine's loopback is their CPU: local -> S3 the PUTs', S3 -> S3
+#        the GETs' and the PUTs' added (the kernel's loopback TCP work, charged to the client,
+#        is most of it)
 # Every S3 -> S3 moverctl run passes --no-server-side (the two buckets share one Garage and one
 # key, so it would otherwise copy on the server). Both tools run at their defaults otherwise
 # (moverctl: 64 MiB parts, 32 transfers; rclone: 5 MiB chunks, 4 transfers).
@@ -237,8 +242,35 @@ run_r4() {
   esac
   rm -rf "$dst"
 }
+# curl_all put|get DIR-OR-PREFIX BUCKET/PREFIX: one curl per row-1 file, all at once.
+curl_all() {
+  local f name pids=()
+  for f in "$C1"/*; do
+    name="${f##*/}"
+    if [[ $1 == put ]]; then
+      curl -sf -o /dev/null -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+        --aws-sigv4 "aws:amz:$MOVERCTL_TEST_S3_REGION:s3" \
+        -u "$MOVERCTL_TEST_S3_KEY_ID:$MOVERCTL_TEST_S3_SECRET" \
+        -T "$f" "$MOVERCTL_TEST_S3_ENDPOINT/$2/$name" &
+    else
+      curl -sf -o /dev/null -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+        --aws-sigv4 "aws:amz:$MOVERCTL_TEST_S3_REGION:s3" \
+        -u "$MOVERCTL_TEST_S3_KEY_ID:$MOVERCTL_TEST_S3_SECRET" \
+        "$MOVERCTL_TEST_S3_ENDPOINT/$2/$name" &
+    fi
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || return 1; done
+}
+export -f curl_all
+export C1
 run_rref() {
   measure "ref one MD5 pass" "md5sum" "$BYTES1" -- md5sum "$C1"/*
+  check --objects "$N" --bytes "$BYTES1"
+  s3clear "gdst:$B/cpu/ref-curl"
+  measure "ref physical" "curl PUT, one per file" "$BYTES1" -- bash -c 'curl_all put "$1"' _ "$B/cpu/ref-curl"
+  check --objects "$N" --bytes "$BYTES1" --s3-dest "gdst:$B/cpu/ref-curl"
+  measure "ref physical" "curl GET, one per object" "$BYTES1" -- bash -c 'curl_all get "$1"' _ "$A/cpu/src-moverctl-crc"
   check --objects "$N" --bytes "$BYTES1"
 }
 
