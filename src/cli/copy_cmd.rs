@@ -511,6 +511,7 @@ fn drive(
     };
     let src_shown = src.shown();
     let dst_shown = dst.shown();
+    let unprobed = super::stores::unprobed_s3(catalog, &dst);
     let json = r.json;
     let dry_run = r.opts.dry_run;
     let stop = Arc::new(AtomicBool::new(false));
@@ -698,6 +699,17 @@ fn drive(
     }
     if let Some(e) = stopped {
         return Err(e);
+    }
+    if !json
+        && !r.quiet
+        && let Some(h) = super::stores::crc_probe_hint(
+            unprobed.as_deref(),
+            &report.verified_by,
+            report.written_bytes,
+            r.opts.verify,
+        )
+    {
+        eprintln!("{h}");
     }
     if let Some(m) = credentials_refused(&report, &src_shown, &dst_shown, &hint) {
         eprintln!("moverctl: error: {m}");

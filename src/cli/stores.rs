@@ -86,6 +86,51 @@ pub fn refine_caps(catalog: &Catalog, store: &mut Store) {
     );
 }
 
+/// The destination a hint after a copy would name ([`crc_probe_hint`]): an S3-API store that
+/// nothing says checks `x-amz-checksum-crc64nvme` (no catalog entry says so, no saved probe covers
+/// the location), shown as given. Taken before the run (the run consumes the store).
+pub fn unprobed_s3(catalog: &Catalog, dst: &Store) -> Option<String> {
+    if dst.kind != Kind::S3 || dst.caps.checks_crc64nvme {
+        return None;
+    }
+    let group = provider_of(catalog, dst)
+        .map(|p| p.file.id.clone())
+        .unwrap_or_else(|| dst.kind.as_str().to_string());
+    let shown = dst.shown();
+    crate::probe::saved::covering(&group, &shown)
+        .is_none()
+        .then_some(shown)
+}
+
+/// A one-line hint after a copy into an [`unprobed_s3`] destination whose writes were verified
+/// by MD5: one `moverctl probe` would let later copies into it skip the MD5 (about 1.7 s of CPU
+/// per GiB). Only where at least 1 GiB was written and `--verify` allows the checksum-only path.
+pub fn crc_probe_hint(
+    unprobed: Option<&str>,
+    verified_by: &std::collections::BTreeMap<crate::transfer::Verification, u64>,
+    written_bytes: u64,
+    verify: crate::transfer::Verify,
+) -> Option<String> {
+    use crate::transfer::WriteCheck;
+    let shown = unprobed?;
+    if !verify.allows_checksum_only() || written_bytes < 1 << 30 {
+        return None;
+    }
+    let by_md5: u64 = verified_by
+        .iter()
+        .filter(|(v, _)| {
+            matches!(
+                v.write,
+                WriteCheck::DestMd5 | WriteCheck::DestContentMd5 | WriteCheck::DestMultipartEtag
+            )
+        })
+        .map(|(_, n)| n)
+        .sum();
+    (by_md5 > 0).then(|| format!(
+        "hint: {by_md5} objects were written with an MD5 of every byte as their proof (about 1.7 s of CPU per GiB); if {shown} checks x-amz-checksum-crc64nvme on arrival (S3 does since December 2024, so does Garage), `moverctl probe {shown}` once (or its bucket) lets later copies into it be verified by CRC64 alone"
+    ))
+}
+
 /// What a probe measured of `x-amz-checksum-crc64nvme`: a wrong value refused and the right one
 /// stored (true), either not (false), or not measured (None).
 fn probe_crc64(r: &ProbeReport) -> Option<bool> {
@@ -213,6 +258,34 @@ pub fn resolve_storage_class(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_verified_by_md5_into_an_unprobed_s3_store_hints_at_the_probe() {
+        use crate::transfer::{ReadCheck, Verification, Verify, WriteCheck};
+        let md5 = std::collections::BTreeMap::from([(
+            Verification::new(ReadCheck::SourceSize, WriteCheck::DestMultipartEtag),
+            4u64,
+        )]);
+        let crc = std::collections::BTreeMap::from([(
+            Verification::new(ReadCheck::SourceSize, WriteCheck::DestChecksum),
+            4u64,
+        )]);
+        let gib = 1u64 << 30;
+        let h = crc_probe_hint(Some("g:bucket/x"), &md5, gib, Verify::Auto).expect("a hint");
+        assert!(
+            h.contains("4 objects") && h.contains("`moverctl probe g:bucket/x`"),
+            "{h}"
+        );
+        // Not for a probed or CRC-checking destination, a small run, CRC-verified writes, or
+        // --verify md5 (which asked for the MD5).
+        assert_eq!(crc_probe_hint(None, &md5, gib, Verify::Auto), None);
+        assert_eq!(
+            crc_probe_hint(Some("g:b"), &md5, gib - 1, Verify::Auto),
+            None
+        );
+        assert_eq!(crc_probe_hint(Some("g:b"), &crc, gib, Verify::Auto), None);
+        assert_eq!(crc_probe_hint(Some("g:b"), &md5, gib, Verify::Md5), None);
+    }
 
     #[test]
     fn catalog_classes_map_to_the_names_each_api_expects() {
