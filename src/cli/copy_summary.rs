@@ -105,8 +105,10 @@ pub(super) fn summary_json(r: &Report, plan: Option<&PlanFile>, ids: &RunIds) ->
         "no_source_digest": r.no_source_digest,
         "reasons": r.reasons,
         "requests": {"list_source": r.requests_list_src, "list_destination": r.requests_list_dst,
-                     "get": r.requests_get, "put": r.requests_put, "head": r.requests_head},
+                     "get": r.requests_get, "put": r.requests_put, "head": r.requests_head,
+                     "get_by_destination": r.fetched_by_destination},
         "bytes_read": r.read_bytes,
+        "bytes_fetched_by_destination": r.fetched_by_destination_bytes,
         "bytes_written": r.written_bytes,
         "server_side": {"objects": r.server_side_objects, "bytes": r.server_side_bytes},
         "resumed_parts": r.resumed_parts,
@@ -301,23 +303,20 @@ pub(super) struct VsPlan {
     predicted: [(String, Decimal); 3],
     actual: [(String, crate::money::Usd); 3],
     corpus_bytes: u64,
+    /// Bytes that left the source in this run (through this machine or read by the destination
+    /// service).
     run_bytes: u64,
+    /// Of them, read through this machine.
+    read_bytes: u64,
     catalog_changed: bool,
 }
 
 pub(super) fn against_plan(r: &Report, p: &PlanFile, catalog: &Catalog) -> Option<VsPlan> {
     use crate::catalog::Place;
-    use crate::plan::model::{Ledger, price_ledger};
+    use crate::plan::model::price_ledger;
     let src = Place::resolve(catalog, &p.source.place).ok()?;
     let dst = Place::resolve(catalog, &p.destination.place).ok()?;
-    let ledger = Ledger {
-        source_list: r.requests_list_src,
-        source_get: r.requests_get,
-        destination_list: r.requests_list_dst,
-        destination_put: r.requests_put,
-        destination_head: r.requests_head,
-        bytes_moved: r.read_bytes,
-    };
+    let ledger = r.ledger();
     let (egress, sreq, dreq) = price_ledger(&src, &dst, &ledger, p.corpus.bytes);
     let pick = |k: &str| {
         p.prediction
@@ -343,7 +342,8 @@ pub(super) fn against_plan(r: &Report, p: &PlanFile, catalog: &Catalog) -> Optio
             ("destination_requests".into(), dreq),
         ],
         corpus_bytes: p.corpus.bytes,
-        run_bytes: r.read_bytes,
+        run_bytes: ledger.bytes_moved,
+        read_bytes: r.read_bytes,
         catalog_changed: catalog.digest_of(ids) != p.catalog.digest,
     })
 }
@@ -368,7 +368,8 @@ impl VsPlan {
             "predicted_cost": predicted,
             "actual_cost": actual,
             "corpus_bytes": self.corpus_bytes,
-            "bytes_read": self.run_bytes,
+            "bytes_read": self.read_bytes,
+            "bytes_moved": self.run_bytes,
             "catalog_changed": self.catalog_changed,
         })
     }

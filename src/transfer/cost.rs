@@ -9,7 +9,7 @@ use super::Report;
 use super::sync::{DeleteReport, MinDuration};
 use crate::catalog::{Place, Provider};
 use crate::money::Usd;
-use crate::plan::model::{Ledger, price_ledger};
+use crate::plan::model::price_ledger;
 
 /// A provider with every monthly free allowance removed (see the module docs).
 fn at_list_price(p: &Provider) -> Provider {
@@ -127,14 +127,7 @@ pub fn price_run(
     );
     c.source_priced_as = sp.as_ref().map(|p| p.canonical());
     c.destination_priced_as = dp.as_ref().map(|p| p.canonical());
-    let ledger = Ledger {
-        source_list: r.requests_list_src,
-        source_get: r.requests_get,
-        destination_list: r.requests_list_dst,
-        destination_put: r.requests_put,
-        destination_head: r.requests_head,
-        bytes_moved: r.read_bytes,
-    };
+    let ledger = r.ledger();
     let stored = r.copied_bytes + r.skipped_bytes + r.failed_bytes;
     match (&sp, &dp) {
         (Some(s), Some(d)) => {
@@ -188,6 +181,20 @@ mod tests {
             cost.source_priced_as.as_deref(),
             Some("aws:us-east-1/standard")
         );
+        // Blocks the destination service read from the source's URL (Azure Put Block From URL)
+        // are the source's GETs and egress though no byte passed through this machine: 16
+        // blocks of 64 MiB (1 GiB) from AWS into Azure = 1 GB x $0.09 egress and 16 GETs x
+        // $0.0004 / 1,000 = $0.0000064.
+        let azure = SidePricing::new(catalog.get("azure").unwrap(), None, None);
+        let fetched = Report {
+            fetched_by_destination: 16,
+            fetched_by_destination_bytes: GIB,
+            copied_bytes: GIB,
+            ..Default::default()
+        };
+        let c = price_run(Some(&aws), Some(&azure), &fetched, &DeleteReport::default());
+        assert_eq!(c.egress, usd("0.09"));
+        assert_eq!(c.source_requests, usd("0.0000064"));
         // An unknown side is priced at $0 and named as such.
         let half = price_run(Some(&aws), None, &report, &DeleteReport::default());
         assert_eq!(half.destination_priced_as, None);

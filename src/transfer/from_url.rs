@@ -334,6 +334,11 @@ async fn blocks(
             "copying a block from the source's URL (Put Block From URL)",
         )
         .await?;
+        // The service read the range at the source: a GET and egress the source bills.
+        ctx.counters.fetched_by_destination.fetch_add(1, Relaxed);
+        ctx.counters
+            .fetched_by_destination_bytes
+            .fetch_add(end - start, Relaxed);
         let md5 = answer
             .get("content-md5")
             .and_then(|v| v.to_str().ok())

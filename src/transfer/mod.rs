@@ -138,6 +138,13 @@ pub struct Counters {
     /// Objects (and their bytes) the destination service copied itself.
     pub server_side_objects: AtomicU64,
     pub server_side_bytes: AtomicU64,
+    /// Blocks the destination service read from the source's URL (Put Block From URL answered
+    /// 2xx), and their bytes: the source bills them as GETs and egress, though no byte passed
+    /// through this machine.
+    pub fetched_by_destination: AtomicU64,
+    pub fetched_by_destination_bytes: AtomicU64,
+    /// Bytes copied within one S3 service (CopyObject / UploadPartCopy).
+    pub copied_in_service_bytes: AtomicU64,
     /// Large objects in flight: key → (bytes done, size), for per-object progress bars.
     pub in_flight: Mutex<BTreeMap<String, (u64, u64)>>,
     /// Objects (and their bytes) finished: verified copies and skips, for progress displays.
@@ -216,6 +223,12 @@ pub struct Report {
     /// passed through this machine.
     pub server_side_objects: u64,
     pub server_side_bytes: u64,
+    /// Blocks (and bytes) the destination service read from the source's URL, including those of
+    /// copies that did not prove out: billed by the source as GETs and egress.
+    pub fetched_by_destination: u64,
+    pub fetched_by_destination_bytes: u64,
+    /// Bytes copied within one S3 service (priced at its in-region transfer rate).
+    pub copied_in_service_bytes: u64,
     /// Multipart uploads abandoned and aborted (their source changed).
     pub aborted_uploads: u64,
     /// Multipart uploads still open at the end (failed or interrupted), kept for resume.
@@ -238,6 +251,23 @@ pub struct Report {
 }
 
 impl Report {
+    /// What the run's requests and bytes are priced from (a run's cost, and `exec` against its
+    /// plan): the requests this machine made, plus the source GETs the destination service made
+    /// reading the source's URL; the bytes that left the source, through this machine or read
+    /// by the destination service (egress either way), and those copied within one service.
+    pub fn ledger(&self) -> crate::plan::model::Ledger {
+        crate::plan::model::Ledger {
+            source_list: self.requests_list_src,
+            source_get: self.requests_get + self.fetched_by_destination,
+            destination_list: self.requests_list_dst,
+            destination_put: self.requests_put,
+            destination_head: self.requests_head,
+            bytes_moved: self.read_bytes
+                + self.fetched_by_destination_bytes
+                + self.copied_in_service_bytes,
+        }
+    }
+
     /// Objects that failed because a store refused the credentials (exit code 4).
     pub fn auth_failures(&self) -> usize {
         self.failed
@@ -608,6 +638,9 @@ impl Run {
         report.aborted_uploads = counters.aborted_uploads.load(Relaxed);
         report.server_side_objects = counters.server_side_objects.load(Relaxed);
         report.server_side_bytes = counters.server_side_bytes.load(Relaxed);
+        report.fetched_by_destination = counters.fetched_by_destination.load(Relaxed);
+        report.fetched_by_destination_bytes = counters.fetched_by_destination_bytes.load(Relaxed);
+        report.copied_in_service_bytes = counters.copied_in_service_bytes.load(Relaxed);
         report.throttle_events = limits.throttle_events();
         report.dest_objects = differ.dst_objects();
         report.elapsed = started.elapsed();

@@ -172,6 +172,9 @@ pub(super) async fn copy(
             );
             ctx.counters.server_side_objects.fetch_add(1, Relaxed);
             ctx.counters.server_side_bytes.fetch_add(src.size, Relaxed);
+            ctx.counters
+                .copied_in_service_bytes
+                .fetch_add(src.size, Relaxed);
             Ok(Some(out))
         }
         Ok(None) => Ok(None),

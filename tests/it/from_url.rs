@@ -224,6 +224,14 @@ async fn azure_blobs_are_copied_by_the_service_from_their_url_and_proven() {
     // moverctl: only the odd name was read, and the request bodies are the three block lists and
     // the odd name's 2,000 bytes.
     assert_eq!(from_url_requests(&log), 5);
+    // The summary counts them as the source's GETs and bytes (billed though read by the service).
+    assert_eq!(v["requests"]["get_by_destination"], 5, "{}", text(&o));
+    assert_eq!(
+        v["bytes_fetched_by_destination"],
+        SMALL.1 + MID.1 + BLOCKS.1,
+        "{}",
+        text(&o)
+    );
     let (body, gets) = bytes_through(&log);
     assert_eq!(gets, 1, "{log:?}");
     assert!(body < 2_000 + 4096, "{body} bytes of request bodies");
