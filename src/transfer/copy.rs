@@ -426,8 +426,9 @@ async fn fetch(
 }
 
 /// [`fetch`] of a local file: each 1 MiB block is read and hashed on the same blocking thread, a
-/// quarter at a time while the bytes are still in that core's cache (hashing them later on a
-/// runtime thread read them from memory again: the CRC64 cost twice as much).
+/// quarter at a time while the bytes are still in that core's cache (hashed later on a runtime
+/// thread, they were read from memory again: 64 x 16 MiB local -> S3 took 0.245 s of user CPU
+/// per GiB instead of 0.21).
 async fn local_fetch(
     ctx: &Ctx,
     path: std::path::PathBuf,
