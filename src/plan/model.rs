@@ -749,7 +749,7 @@ pub fn from_url_copy(src: &Place, dst: &Place, a: &Assumptions) -> bool {
 }
 
 /// The largest block the blob service fetches from a URL (`exec`'s limit for Put Block From URL).
-pub const FROM_URL_MAX_BLOCK: u64 = 100 << 20;
+pub const FROM_URL_MAX_BLOCK: u64 = crate::transfer::from_url::MAX_BLOCK;
 
 /// How `exec` moves the bytes of a candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

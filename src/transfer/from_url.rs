@@ -45,7 +45,7 @@ use std::time::Duration;
 
 /// The largest block fetched from a URL: Azure documented 100 MiB for Put Block From URL (newer
 /// service versions take more), and a refused range would turn the call off for the run.
-const MAX_BLOCK: u64 = 100 << 20;
+pub const MAX_BLOCK: u64 = 100 << 20;
 
 /// How long a signed source or destination URL is valid: one block request (retries sign anew).
 const SIGNED_FOR: Duration = Duration::from_secs(3600);
