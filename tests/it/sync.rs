@@ -144,7 +144,7 @@ async fn an_unchanged_second_run_copies_nothing_and_only_lists() {
     assert_eq!(v["reasons"], serde_json::json!({"verified earlier": 5}));
     assert_eq!(
         v["requests"],
-        serde_json::json!({"list_source": 1, "list_destination": 1, "get": 0, "put": 0, "head": 0, "delete": 0})
+        serde_json::json!({"list_source": 1, "list_destination": 1, "get": 0, "put": 0, "head": 0, "delete": 0, "get_by_destination": 0})
     );
 
     // The default output says so in one line.
