@@ -307,6 +307,54 @@ impl Block {
             len: 0,
         }
     }
+
+    /// Up to `n` (at most [`Block::SIZE`]) bytes of `file` from `off` with positional reads; short
+    /// only at the end of the file. With a hasher, each quarter is hashed as soon as it is read,
+    /// on this thread while the bytes are still in its core's cache.
+    fn read(
+        file: &std::fs::File,
+        off: u64,
+        n: usize,
+        mut hash: Option<&mut Hasher>,
+    ) -> std::io::Result<Block> {
+        use std::os::unix::fs::FileExt;
+        let step = if hash.is_some() { Block::SIZE / 4 } else { n };
+        let mut buf = Block::take();
+        let mut got = 0;
+        while got < n {
+            let upto = (got + step).min(n);
+            let k = file.read_at(&mut buf.bytes[got..upto], off + got as u64)?;
+            if k == 0 {
+                break;
+            }
+            if let Some(h) = hash.as_deref_mut() {
+                h.update(&buf.bytes[got..got + k]);
+            }
+            got += k;
+        }
+        buf.len = got;
+        Ok(buf)
+    }
+}
+
+/// Opens a local file on the blocking pool.
+async fn open_local(path: std::path::PathBuf) -> std::io::Result<std::fs::File> {
+    tokio::task::spawn_blocking(move || std::fs::File::open(path))
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|r| r)
+}
+
+/// The bytes a read of `range` hashed must be exactly its length.
+pub(super) fn exact_length(d: &Digests, range: &Range<u64>) -> Result<(), CopyError> {
+    let want = range.end - range.start;
+    if d.bytes != want {
+        return Err(CopyError::Mismatch(format!(
+            "the source returned {} bytes for {}..{}, expected {want}",
+            d.bytes, range.start, range.end
+        )));
+    }
+    Ok(())
 }
 
 impl AsRef<[u8]> for Block {
@@ -332,7 +380,6 @@ fn local_range(
     path: std::path::PathBuf,
     range: Range<u64>,
 ) -> BoxStream<'static, Result<Bytes, CopyError>> {
-    use std::os::unix::fs::FileExt;
     const BLOCK: u64 = Block::SIZE as u64;
     let shown = path.display().to_string();
     let io = |shown: &str| {
@@ -343,12 +390,7 @@ fn local_range(
         }
     };
     stream::once(async move {
-        let opened = path.clone();
-        let f = tokio::task::spawn_blocking(move || std::fs::File::open(opened))
-            .await
-            .map_err(|e| std::io::Error::other(e.to_string()))
-            .and_then(|r| r)
-            .map_err(io(&shown))?;
+        let f = open_local(path).await.map_err(io(&shown))?;
         Ok::<_, CopyError>((Arc::new(f), range.start, range.end, shown))
     })
     .map_ok(move |(f, start, end, shown)| {
@@ -360,23 +402,11 @@ fn local_range(
                 }
                 let n = (end - off).min(BLOCK) as usize;
                 let file = f.clone();
-                let buf = tokio::task::spawn_blocking(move || -> std::io::Result<Block> {
-                    let mut buf = Block::take();
-                    let mut got = 0;
-                    while got < n {
-                        let k = file.read_at(&mut buf.bytes[got..n], off + got as u64)?;
-                        if k == 0 {
-                            break;
-                        }
-                        got += k;
-                    }
-                    buf.len = got;
-                    Ok(buf)
-                })
-                .await
-                .map_err(|e| std::io::Error::other(e.to_string()))
-                .and_then(|r| r)
-                .map_err(io(&shown))?;
+                let buf = tokio::task::spawn_blocking(move || Block::read(&file, off, n, None))
+                    .await
+                    .map_err(|e| std::io::Error::other(e.to_string()))
+                    .and_then(|r| r)
+                    .map_err(io(&shown))?;
                 if buf.len == 0 {
                     return Ok(None);
                 }
@@ -400,7 +430,6 @@ async fn fetch(
     md5: bool,
     seen: Option<Seen>,
 ) -> Result<(Vec<Bytes>, Digests), CopyError> {
-    let want = range.end - range.start;
     if let Some(root) = &ctx.src.local_root {
         return local_fetch(ctx, root.join(&src.key), range, md5).await;
     }
@@ -416,12 +445,7 @@ async fn fetch(
         chunks.push(chunk);
     }
     let d = h.finish();
-    if d.bytes != want {
-        return Err(CopyError::Mismatch(format!(
-            "the source returned {} bytes for {}..{}, expected {want}",
-            d.bytes, range.start, range.end
-        )));
-    }
+    exact_length(&d, &range)?;
     Ok((chunks, d))
 }
 
@@ -435,21 +459,13 @@ async fn local_fetch(
     range: Range<u64>,
     md5: bool,
 ) -> Result<(Vec<Bytes>, Digests), CopyError> {
-    use std::os::unix::fs::FileExt;
     const BLOCK: u64 = Block::SIZE as u64;
-    const SLICE: usize = 256 << 10;
-    let want = range.end - range.start;
     let shown = path.display().to_string();
     let io = |e: std::io::Error| CopyError::Io {
         path: shown.clone(),
         source: e,
     };
-    let f = tokio::task::spawn_blocking(move || std::fs::File::open(path))
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))
-        .and_then(|r| r)
-        .map_err(io)?;
-    let f = Arc::new(f);
+    let f = Arc::new(open_local(path).await.map_err(io)?);
     let mut h = Hasher::new(md5);
     let mut chunks = Vec::new();
     let mut off = range.start;
@@ -457,19 +473,7 @@ async fn local_fetch(
         let n = (range.end - off).min(BLOCK) as usize;
         let file = f.clone();
         let (buf, back) = tokio::task::spawn_blocking(move || {
-            let mut buf = Block::take();
-            let mut got = 0;
-            while got < n {
-                let upto = (got + SLICE).min(n);
-                let k = file.read_at(&mut buf.bytes[got..upto], off + got as u64)?;
-                if k == 0 {
-                    break;
-                }
-                h.update(&buf.bytes[got..got + k]);
-                got += k;
-            }
-            buf.len = got;
-            Ok::<_, std::io::Error>((buf, h))
+            Block::read(&file, off, n, Some(&mut h)).map(|b| (b, h))
         })
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))
@@ -484,12 +488,7 @@ async fn local_fetch(
         chunks.push(Bytes::from_owner(buf));
     }
     let d = h.finish();
-    if d.bytes != want {
-        return Err(CopyError::Mismatch(format!(
-            "the source returned {} bytes for {}..{}, expected {want}",
-            d.bytes, range.start, range.end
-        )));
-    }
+    exact_length(&d, &range)?;
     Ok((chunks, d))
 }
 

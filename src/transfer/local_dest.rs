@@ -446,15 +446,7 @@ async fn write_stream(
         }
     }
     let d = h.finish();
-    if d.bytes != range.end - range.start {
-        return Err(CopyError::Mismatch(format!(
-            "the source returned {} bytes for {}..{}, expected {}",
-            d.bytes,
-            range.start,
-            range.end,
-            range.end - range.start
-        )));
-    }
+    super::copy::exact_length(&d, &range)?;
     Ok((d, pieces.map(PieceMd5s::finish).unwrap_or_default()))
 }
 

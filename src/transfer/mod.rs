@@ -938,6 +938,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_runs_ledger_counts_what_left_the_source_however_it_left() {
+        let r = Report {
+            requests_get: 3,
+            requests_put: 7,
+            read_bytes: 100,
+            fetched_by_destination: 5,
+            fetched_by_destination_bytes: 40,
+            copied_in_service_bytes: 2,
+            ..Default::default()
+        };
+        let l = r.ledger();
+        // GETs made here and those the destination service made at the source.
+        assert_eq!(l.source_get, 8);
+        assert_eq!(l.destination_put, 7);
+        // Read through this machine, read by the destination service, copied within one service.
+        assert_eq!(l.bytes_moved, 142);
+    }
+
+    #[test]
     fn auth_failures_count_only_refused_credentials() {
         let f = |kind| Failure {
             key: "k".into(),

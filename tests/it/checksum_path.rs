@@ -363,3 +363,65 @@ async fn a_flipped_byte_is_caught_either_way_on_the_crc_path() {
     )
     .await;
 }
+
+// A copy of 1 GiB or more into an S3 store that nothing says checks CRC64 headers (no catalog
+// entry, no saved probe) is verified by MD5 and says so, with the probe that would spare it; once
+// the folder above it is probed, the next copy (into another prefix under it) takes the
+// checksum-only path and says nothing. (A sparse file: Garage stores its zero blocks once.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_copy_verified_by_md5_into_an_unprobed_store_hints_at_the_probe() {
+    let Some(s) = servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("remotes.toml");
+    std::fs::write(&conf, proxy_remote_toml(&s, &s.s3_endpoint)).unwrap();
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::File::create(files.join("zeros.bin"))
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let state = dir.path().join("state");
+    let copy = |dst: String| {
+        let mut c = super::moverctl();
+        c.args(["copy", "--config"])
+            .arg(&conf)
+            .arg(&files)
+            .arg(dst)
+            .env("MOVERCTL_STATE_DIR", &state);
+        c
+    };
+    let prefix = unique("hint");
+    let dst = format!("viaproxy:{}/{prefix}/first", s.bucket_b);
+    let mut c = copy(dst.clone());
+    let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    expect(&o, 0);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(err.contains("source-size+dest-multipart-etag: 1"), "{err}");
+    assert!(
+        err.contains("hint: 1 objects were written with an MD5")
+            && err.contains(&format!("`moverctl probe {dst}/`")),
+        "{err}"
+    );
+    let mut p = super::moverctl();
+    p.args(["probe", "--config"])
+        .arg(&conf)
+        .args(["--size", "1MiB", "--streams", "2", "--requests", "3"])
+        .arg(format!("viaproxy:{}/{prefix}", s.bucket_b))
+        .env("MOVERCTL_STATE_DIR", &state);
+    let o = tokio::task::spawn_blocking(move || p.output().unwrap())
+        .await
+        .unwrap();
+    expect(&o, 0);
+    let mut c = copy(format!("viaproxy:{}/{prefix}/second", s.bucket_b));
+    let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    expect(&o, 0);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(err.contains("source-size+dest-checksum: 1"), "{err}");
+    assert!(!err.contains("hint:"), "{err}");
+}
