@@ -111,7 +111,33 @@ pub struct CrcWriter {
     /// Set once a completed multipart upload showed no full-object CRC64 on HEAD: the rest of
     /// the run verifies multipart copies by MD5 again (shared by every clone of the store).
     pub multipart_unproven: Arc<std::sync::atomic::AtomicBool>,
+    /// Single PUTs and parts are sent by moverctl itself on a presigned URL whose signed
+    /// `x-amz-checksum-crc64nvme` is the CRC64 moverctl computed as it read the bytes (the store
+    /// refuses a body whose bytes differ from what was read, and object_store does not hash
+    /// every byte a second time). Off: writes go through `inner` / `multipart`, which compute
+    /// the CRC64 of the bytes they are handed.
+    pub by_url: bool,
+    /// Set once the store refused a write sent by URL as not allowed (a bucket policy may deny
+    /// presigned requests): the rest of the run writes through `inner` / `multipart`.
+    pub urls_refused: Arc<std::sync::atomic::AtomicBool>,
+    /// Fault injection for tests: applied to a body's bytes after moverctl hashed them and
+    /// before they are sent by URL (what a test wrapper around `inner` and `multipart` does to
+    /// the bodies it is handed). Never set outside tests.
+    #[doc(hidden)]
+    pub tamper: Option<WriteTamper>,
 }
+
+/// See [`CrcWriter::tamper`]: (destination path, the part's index or None for a single PUT, the
+/// body) → the body to send, or an error to fail the write with.
+pub type WriteTamper = Arc<
+    dyn Fn(
+            &object_store::path::Path,
+            Option<usize>,
+            Vec<bytes::Bytes>,
+        ) -> Result<Vec<bytes::Bytes>, String>
+        + Send
+        + Sync,
+>;
 
 /// One object of a store, as `cp FILE DEST` copies it: listings show only `key` (under the name
 /// `listed_as`, the source's key, so both sides join), and `listed_as` is written at `key`.
@@ -418,6 +444,9 @@ impl Store {
                         inner: c.clone(),
                         multipart: c,
                         multipart_unproven: Arc::default(),
+                        by_url: true,
+                        urls_refused: Arc::default(),
+                        tamper: None,
                     })
                 };
                 Ok(Store {

@@ -977,20 +977,34 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         source: e.into(),
     })?;
     ctx.limits.take_bytes(d.bytes).await;
-    ctx.limits.take_request().await;
-    ctx.counters.put.fetch_add(1, Relaxed);
     let opts = PutOptions {
         attributes: metadata(ctx, src, Some(d.crc64)),
         ..Default::default()
     };
-    let cap = Capture::sending_md5(d.md5);
-    let writer = crc_w.map_or(&ctx.dst.inner, |w| &w.inner);
-    let res = cap
-        .scope(writer.put_opts(&path, PutPayload::from_iter(chunks), opts))
-        .await
-        .map_err(store_err("writing the destination"))?;
+    // The checksum-only path sends the CRC64 computed as the bytes were read (see crc_url).
+    let by_url = match crc_w.filter(|w| super::crc_url::applies(ctx, w)) {
+        Some(w) => {
+            let chunks = chunks.clone();
+            super::crc_url::put_single(ctx, w, &path, chunks, d.crc64, d.md5, &opts.attributes)
+                .await?
+        }
+        None => None,
+    };
+    let (e_tag, answer) = match by_url {
+        Some((e_tag, answer)) => (e_tag, Some(answer)),
+        None => {
+            ctx.limits.take_request().await;
+            ctx.counters.put.fetch_add(1, Relaxed);
+            let cap = Capture::sending_md5(d.md5);
+            let writer = crc_w.map_or(&ctx.dst.inner, |w| &w.inner);
+            let res = cap
+                .scope(writer.put_opts(&path, PutPayload::from_iter(chunks), opts))
+                .await
+                .map_err(store_err("writing the destination"))?;
+            (res.e_tag, cap.take())
+        }
+    };
     ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
-    let answer = cap.take();
     // Azure answers a Put Blob with the MD5 of the bytes it received (its ETag is opaque), GCS
     // with x-goog-hash.
     let received_md5 = if ctx.dst.caps.answers_received_md5 {
@@ -999,7 +1013,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         None
     };
     let etag_md5 = if etag_can_be_md5(&ctx.dst.caps, answer.as_ref(), false) {
-        res.e_tag.as_deref().and_then(checksum::etag_md5)
+        e_tag.as_deref().and_then(checksum::etag_md5)
     } else {
         None
     };
@@ -1048,7 +1062,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     };
     Ok(Outcome {
         digests: d,
-        dst_etag: res.e_tag,
+        dst_etag: e_tag,
         verified_by: Verification::new(read_side, write_side),
         parts: 0,
         upload_id: None,
@@ -1381,6 +1395,9 @@ struct PartUpload<'a> {
     /// Each part's MD5 is computed and sent as Content-MD5 (not on the checksum-only path,
     /// where the parts carry their CRC64 instead).
     part_md5: bool,
+    /// Checksum-only path: parts go out on presigned URLs bound to the CRC64 computed as they
+    /// were read (see [`super::part_url`]).
+    by_url: Option<&'a crate::store::CrcWriter>,
 }
 
 /// A part's bytes kept for the in-order hash, with the buffer permit they hold until hashed.
@@ -1433,17 +1450,28 @@ async fn upload_part(
         return Ok((p, keep, c32));
     }
     ctx.limits.take_bytes(d.bytes).await;
-    ctx.limits.take_request().await;
-    ctx.counters.put.fetch_add(1, Relaxed);
     let keep_chunks = up.keep_for_hash.then(|| chunks.clone());
+    let by_url = match up.by_url.filter(|w| !w.urls_refused.load(Relaxed)) {
+        Some(w) => {
+            let chunks = chunks.clone();
+            super::crc_url::put_part(ctx, w, up.path, up.id, idx, chunks, d.crc64).await?
+        }
+        None => None,
+    };
     let cap = Capture::sending_md5(d.md5);
-    let part_id = cap
-        .scope(
-            up.mp
-                .put_part(up.path, up.id, idx, PutPayload::from_iter(chunks)),
-        )
-        .await
-        .map_err(store_err("uploading a part"))?;
+    let part_id = match by_url {
+        Some(id) => id,
+        None => {
+            ctx.limits.take_request().await;
+            ctx.counters.put.fetch_add(1, Relaxed);
+            cap.scope(
+                up.mp
+                    .put_part(up.path, up.id, idx, PutPayload::from_iter(chunks)),
+            )
+            .await
+            .map_err(store_err("uploading a part"))?
+        }
+    };
     if up.block_md5 {
         let answer = cap.take();
         let md5 = answer.as_ref().and_then(|h| h.whole_md5(false));
@@ -1602,7 +1630,9 @@ async fn copy_multipart(
     // Parts come from one GET of the whole object, split as it streams (one request per object,
     // like a plain download), or, when reads would stall longer than a connection tolerates
     // (a --bwlimit far below the part size per 20 s), from one ranged GET each.
-    let sequential = ctx.sequential_reads;
+    // A local file is read part by part with positional reads (no request to pay for), each
+    // part hashed on its read thread while the bytes are in that core's cache.
+    let sequential = ctx.sequential_reads && ctx.src.local_root.is_none();
     let reader = Arc::new(tokio::sync::Mutex::new(sequential.then(|| {
         Splitter::new(
             read_range(ctx, src, 0..src.size, None),
@@ -1647,6 +1677,7 @@ async fn copy_multipart(
         blocks_unchecked,
         blocks_by_crc,
         part_md5,
+        by_url: crc_w.filter(|w| super::crc_url::applies(ctx, w)),
     };
     let part_futs = reads.map(|(idx, range, permit, got)| {
         upload_part(ctx, &up, idx, range, permit, got, done[idx].clone())

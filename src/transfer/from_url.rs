@@ -552,7 +552,7 @@ async fn send(
         url.query_pairs_mut().extend_pairs(query);
         Ok(url)
     };
-    server_side::put_signed(ctx, what, sign, &headers, body, generic, |reply| {
+    server_side::put_signed(ctx, what, sign, &headers, vec![body], generic, |reply| {
         let code = error_code(&reply.headers, &reply.body);
         let off = || Verdict::Fail(Refused::Off(format!("{} {code}", reply.status)));
         match reply.status {

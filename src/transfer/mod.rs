@@ -11,6 +11,7 @@
 pub mod claims;
 pub mod copy;
 pub mod cost;
+mod crc_url;
 pub mod diff;
 pub mod filter;
 pub mod from_url;

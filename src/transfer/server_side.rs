@@ -665,16 +665,18 @@ pub(super) enum Verdict<T> {
     Fail(Refused),
 }
 
-/// A PUT of `body` with `headers` to a URL signed anew for each attempt, paced by `--tpslimit`
-/// and counted, retried under the one retry policy while `judge` says so or the connection
-/// fails; `generic` words the error when the retries run out. The URL carries a signature: it
-/// is logged by path only and no transport error (which would print it) is kept.
+/// A PUT of `body` (its chunks in order) with `headers` to a URL signed anew for each attempt,
+/// paced by `--tpslimit` and counted (a throttling answer also slows the destination's window,
+/// as for requests object_store sends), retried under the one retry policy while `judge` says
+/// so or the connection fails; `generic` words the error when the retries run out. The URL
+/// carries a signature: it is logged by path only and no transport error (which would print
+/// it) is kept.
 pub(super) async fn put_signed<T, S: Future<Output = Result<url::Url, Refused>>>(
     ctx: &Ctx,
     what: &'static str,
     sign: impl Fn() -> S,
     headers: &HeaderMap,
-    body: bytes::Bytes,
+    body: Vec<bytes::Bytes>,
     generic: impl Fn(String, Option<u16>) -> CopyError,
     judge: impl Fn(Reply) -> Verdict<T>,
 ) -> Result<T, Refused> {
@@ -685,16 +687,27 @@ pub(super) async fn put_signed<T, S: Future<Output = Result<url::Url, Refused>>>
         ctx.counters.put.fetch_add(1, Relaxed);
         let shown_path = url.path().to_string();
         let started = std::time::Instant::now();
+        let len: usize = body.iter().map(|b| b.len()).sum();
+        let payload = match body.len() {
+            0 => reqwest::Body::from(bytes::Bytes::new()),
+            1 => reqwest::Body::from(body[0].clone()),
+            _ => reqwest::Body::wrap_stream(futures::stream::iter(
+                body.clone().into_iter().map(Ok::<_, std::io::Error>),
+            )),
+        };
+        // As object_store bounds its own requests: an upload that stalls ends and is retried.
         let mut r = client()
             .put(url)
-            .header("content-length", body.len().to_string())
-            .body(body.clone());
+            .timeout(Duration::from_secs(3600))
+            .header("content-length", len.to_string())
+            .body(payload);
         for (k, v) in headers {
             r = r.header(k, v);
         }
         let (failure, last_status) = match r.send().await {
             Ok(resp) => {
                 let status = resp.status().as_u16();
+                ctx.dst.observer.saw(status);
                 let headers = resp.headers().clone();
                 let body = resp.text().await.unwrap_or_default();
                 tracing::debug!(
@@ -757,7 +770,7 @@ async fn send(
         what,
         sign,
         &headers,
-        bytes::Bytes::new(),
+        Vec::new(),
         generic,
         |reply| {
             let code = xml_field(&reply.body, "Code").unwrap_or_default();

@@ -201,6 +201,44 @@ async fn a_probed_destination_is_written_and_proven_by_crc64_alone() {
             "{target} carried an MD5: {h:?}"
         );
     }
+    // The single PUT and each part went out on a presigned URL that binds the CRC64 of exactly
+    // those bytes of the file (moverctl's, computed as it read them), not a value the S3 client
+    // hashed from what it was handed.
+    let (small, large) = (data(FILES[0].0, FILES[0].1), data(FILES[1].0, FILES[1].1));
+    for (_, target, h) in &puts {
+        let body = match target.split("partNumber=").nth(1) {
+            Some(rest) => {
+                let n: usize = rest.split('&').next().unwrap().parse().unwrap();
+                &large[(n - 1) * 5 * MIB as usize..(n * 5 * MIB as usize).min(large.len())]
+            }
+            None => {
+                assert!(target.contains(FILES[0].0), "{target}");
+                &small[..]
+            }
+        };
+        let want = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            moverctl::checksum::crc64_of(body).to_be_bytes(),
+        );
+        assert_eq!(
+            header(h, "x-amz-checksum-crc64nvme"),
+            Some(want.as_str()),
+            "{target}"
+        );
+        let signed = target
+            .split("X-Amz-SignedHeaders=")
+            .nth(1)
+            .and_then(|r| r.split('&').next())
+            .unwrap_or_else(|| panic!("not sent on a presigned URL: {target}"));
+        assert!(
+            signed.contains("x-amz-checksum-crc64nvme"),
+            "{target}: the CRC64 is not bound to the signature ({signed})"
+        );
+        if !target.contains("partNumber=") {
+            // moverctl's metadata goes with the single PUT (parts take it at creation).
+            assert!(signed.contains("x-amz-meta-moverctl"), "{target}: {signed}");
+        }
+    }
     assert_exact(&format!("garage:{}/{dst}", t.bucket_b), &FILES).await;
 
     // S3 objects that keep a CRC64, into another probed prefix: read and written by CRC alone
@@ -424,4 +462,97 @@ async fn a_large_copy_verified_by_md5_into_an_unprobed_store_hints_at_the_probe(
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(err.contains("source-size+dest-checksum: 1"), "{err}");
     assert!(!err.contains("hint:"), "{err}");
+}
+
+// A byte flipped after moverctl read and hashed a part, before it reached the socket (the fault
+// wrapper's in-process flip): the part carries the CRC64 of what was read, so the store refuses
+// it (a 400 at the proxy, nothing stored) and the object is copied again, exact. (Were the CRC64
+// computed by the S3 client from the bytes it was handed, the store would take the flipped part
+// and only the comparison after completion would catch it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_part_changed_after_it_was_read_is_refused_by_the_store() {
+    use super::faults::wrapper::{Fault, Op, Plan, faulty};
+    let Some(s) = servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (k, size) = FILES[1];
+    let p = dir.path().join("files").join(k);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, data(k, size)).unwrap();
+    let src = Store::open(
+        &dir.path().join("files").display().to_string(),
+        &remotes(&s),
+    )
+    .unwrap();
+    let proxy = Proxy::start(super::s3_upstream(&s)).await;
+    let via = moverctl::store::config::Remotes::parse(
+        "p.toml",
+        &proxy_remote_toml(&s, &proxy.endpoint()),
+    )
+    .unwrap();
+    let prefix = unique("crc-tamper");
+    let mut dst = Store::open(&format!("viaproxy:{}/{prefix}", s.bucket_b), &via).unwrap();
+    // What a saved probe of Garage grants (see the first test).
+    dst.caps.checks_crc64nvme = true;
+    let plan = Plan::new();
+    plan.add(k, Op::Part(1), Fault::Flip, 1000, 1);
+    let mut o = super::copy::options();
+    o.part_rule = moverctl::catalog::parts::PartRule {
+        threshold: 8 * MIB,
+        preferred_part: 5 * MIB,
+    };
+    let out = super::faults::go(&src, &faulty(&dst, &plan), &dir.path().join("j.sqlite"), o).await;
+    assert_eq!(plan.hits().len(), 1, "the flip did not fire");
+    assert_eq!(
+        out.copied.get(k).map(String::as_str),
+        Some("source-size+dest-checksum"),
+        "{:?}",
+        out.failed
+    );
+    let refused: Vec<_> = proxy
+        .answered()
+        .into_iter()
+        .filter(|(m, t, st)| m == "PUT" && t.contains("partNumber=2") && *st == 400)
+        .collect();
+    assert_eq!(refused.len(), 1, "{:#?}", proxy.answered());
+    assert_exact(&format!("garage:{}/{prefix}", s.bucket_b), &[(k, size)]).await;
+}
+
+// A store that refuses writes on a presigned URL (a bucket policy may deny them: 403) gets that
+// write, and the rest of the run's, through the S3 client instead: nothing fails, nothing is
+// lost, every object is still proven by its CRC64.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_refuses_presigned_writes_is_written_through_the_client() {
+    let Some(t) = setup("crc-nourl").await else {
+        return;
+    };
+    let dst = unique("crc-nourl-dst");
+    t.probe(&t.dst_location(&dst)).await;
+    t.proxy.clear();
+    let at = format!("/{}/{dst}/", t.bucket_b);
+    t.proxy
+        .add("PUT", &at, "X-Amz-Signature=", PFault::AccessDenied, 1);
+    let (o, v) = t.run(&t.local_source(), &t.dst_location(&dst), &[]).await;
+    expect(&o, 0);
+    assert_eq!(t.proxy.hits().len(), 1, "{:?}", t.proxy.hits());
+    assert_eq!(
+        labels(&v),
+        vec![("source-size+dest-checksum".to_string(), 2)],
+        "{}",
+        text(&o)
+    );
+    let refused = &t.proxy.hits()[0].1;
+    let key = refused.split('?').next().unwrap();
+    // The refused write was sent again with the client's own signature (a header, not the URL).
+    let again: Vec<_> = t
+        .proxy
+        .answered()
+        .into_iter()
+        .filter(|(m, tg, st)| {
+            m == "PUT" && tg.starts_with(key) && !tg.contains("X-Amz-Signature=") && *st == 200
+        })
+        .collect();
+    assert!(!again.is_empty(), "{:#?}", t.proxy.answered());
+    assert_exact(&format!("garage:{}/{dst}", t.bucket_b), &FILES).await;
 }

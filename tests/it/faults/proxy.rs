@@ -103,6 +103,8 @@ struct State {
     requests: u64,
     /// Every request seen: (method, target, headers).
     log: Vec<Seen>,
+    /// What the upstream answered to every request forwarded: (method, target, status).
+    answered: Vec<(String, String, u16)>,
     /// Empty pages answered (numbers their tokens).
     empty_pages: u64,
     /// Host header to forward requests with (None: as the client sent it).
@@ -197,6 +199,11 @@ impl Proxy {
     /// What the upstream answered to each faulted request it saw (e.g. a flipped body).
     pub fn upstream_statuses(&self) -> Vec<(String, u16)> {
         self.state.lock().unwrap().statuses.clone()
+    }
+
+    /// (method, target, upstream status) of every request the proxy forwarded, in order.
+    pub fn answered(&self) -> Vec<(String, String, u16)> {
+        self.state.lock().unwrap().answered.clone()
     }
 
     pub fn requests(&self) -> u64 {
@@ -473,8 +480,12 @@ async fn serve(
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    if fault.is_some() {
-        st.lock().unwrap().statuses.push((target.clone(), status));
+    {
+        let mut g = st.lock().unwrap();
+        if fault.is_some() {
+            g.statuses.push((target.clone(), status));
+        }
+        g.answered.push((method.clone(), target.clone(), status));
     }
     let ok = (200..300).contains(&status);
     if ok

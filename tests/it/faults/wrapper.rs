@@ -232,10 +232,34 @@ pub fn faulty(store: &Store, plan: &Plan) -> Store {
             mp: Some(w.multipart.clone()),
             plan: plan.clone(),
         });
+        // Writes sent by URL skip the wrapper: the plan's write faults are applied to their
+        // bytes after moverctl hashed them, as the wrapper applies them to bodies it is handed.
+        let plan = plan.clone();
+        let tamper: moverctl::store::WriteTamper = Arc::new(move |path, idx, chunks| {
+            let len: u64 = chunks.iter().map(|c| c.len() as u64).sum();
+            let op = idx.map_or(Op::Put, Op::Part);
+            match plan.take(path, op, |at| at < len.max(1)) {
+                Some((Fault::Unavailable, _)) => Err(unavailable(match idx {
+                    Some(_) => "UploadPart",
+                    None => "PUT",
+                })
+                .to_string()),
+                Some((Fault::Flip, at)) => Ok(vec![Bytes::from(
+                    flip_payload(PutPayload::from_iter(chunks), at)
+                        .iter()
+                        .flat_map(|b| b.iter().copied())
+                        .collect::<Vec<u8>>(),
+                )]),
+                _ => Ok(chunks),
+            }
+        });
         s.crc_writer = Some(moverctl::store::CrcWriter {
             inner: c.clone(),
             multipart: c,
             multipart_unproven: w.multipart_unproven.clone(),
+            by_url: w.by_url,
+            urls_refused: w.urls_refused.clone(),
+            tamper: Some(tamper),
         });
     }
     s
