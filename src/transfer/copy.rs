@@ -517,13 +517,26 @@ pub(super) fn crc_writer(ctx: &Ctx) -> Option<&crate::store::CrcWriter> {
 /// properties, S3's stored CRC64 with checksum mode). A HEAD that still fails after the retry
 /// policy is an error of this attempt: going on would silently verify by size alone.
 pub(super) async fn discover(ctx: &Ctx, src: &Entry, head: bool) -> Result<Claims, CopyError> {
-    discover_for(
-        ctx,
-        src,
-        head,
-        crc_writer(ctx).is_some() || crc_suffices(ctx),
-    )
-    .await
+    discover_for(ctx, src, head, crc_first(ctx)).await
+}
+
+/// [`discover`], unless an earlier way of copying this object that declined it (a copy from the
+/// source's URL) already learned the claims with a HEAD: its HEAD is not made again.
+async fn discover_once(
+    ctx: &Ctx,
+    src: &Entry,
+    head: bool,
+    known: Option<Claims>,
+) -> Result<Claims, CopyError> {
+    match known {
+        Some(c) => Ok(c),
+        None => discover(ctx, src, head).await,
+    }
+}
+
+/// Whether [`discover`] looks for a CRC the source keeps first (see [`discover_for`]).
+pub(super) fn crc_first(ctx: &Ctx) -> bool {
+    crc_writer(ctx).is_some() || crc_suffices(ctx)
 }
 
 /// A local folder's write side is proven by the CRC64 of the bytes written, so a source that
@@ -886,8 +899,10 @@ pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     {
         return Ok(out);
     }
+    // Claims a declined copy from the source's URL learned (with a HEAD) serve the streamed copy.
+    let mut known = None;
     if let Some(fu) = &ctx.from_url
-        && let Some(out) = super::from_url::copy(ctx, fu, src, plan.part_size()).await?
+        && let Some(out) = super::from_url::copy(ctx, fu, src, plan.part_size(), &mut known).await?
     {
         return Ok(out);
     }
@@ -898,18 +913,18 @@ pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
         return Ok(out);
     }
     let out = match plan {
-        Upload::Single => copy_single(ctx, src).await?,
+        Upload::Single => copy_single(ctx, src, known).await?,
         Upload::Multipart { part_size, parts } => {
-            copy_multipart(ctx, src, part_size, parts).await?
+            copy_multipart(ctx, src, part_size, parts, known).await?
         }
     };
     Ok(out)
 }
 
-async fn copy_single(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
+async fn copy_single(ctx: &Ctx, src: &Entry, known: Option<Claims>) -> Result<Outcome, CopyError> {
     // Only an S3 multipart ETag needs a request before reading (the source's part size).
     let strict = ctx.opts.verify == Verify::Strict;
-    let seen: Seen = Arc::new(Mutex::new(discover(ctx, src, strict).await?));
+    let seen: Seen = Arc::new(Mutex::new(discover_once(ctx, src, strict, known).await?));
     // The object is held whole until it is written: it counts against the run's buffer budget.
     let mib = src
         .size
@@ -1559,6 +1574,7 @@ async fn copy_multipart(
     src: &Entry,
     part_size: u64,
     parts: u64,
+    known: Option<Claims>,
 ) -> Result<Outcome, CopyError> {
     let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "destination key",
@@ -1570,14 +1586,14 @@ async fn copy_multipart(
             .collect()
     };
     let Some(mp) = ctx.dst.multipart.clone() else {
-        return copy_multipart_streaming(ctx, src, &path, ranges_of(part_size, parts)).await;
+        return copy_multipart_streaming(ctx, src, &path, ranges_of(part_size, parts), known).await;
     };
     // The checksum-only path, unless a completed upload of this run showed no full-object CRC64.
     let crc_w = crc_writer(ctx).filter(|w| !w.multipart_unproven.load(Relaxed));
     let mp = crc_w.map_or(mp, |w| w.multipart.clone());
     // One HEAD per large object says what the source claims (parts are read by range, and a
     // ranged answer does not carry whole-object digests).
-    let mut claims = discover(ctx, src, true).await?;
+    let mut claims = discover_once(ctx, src, true, known).await?;
     if crc_w.is_some() {
         claims.prefer_crc();
     }
@@ -1945,8 +1961,9 @@ async fn copy_multipart_streaming(
     src: &Entry,
     path: &object_store::path::Path,
     ranges: Vec<Range<u64>>,
+    known: Option<Claims>,
 ) -> Result<Outcome, CopyError> {
-    let claims = discover(ctx, src, true).await?;
+    let claims = discover_once(ctx, src, true, known).await?;
     let mut in_order = claims.needs_in_order().then(|| InOrder::new(&claims));
     let mut up = ctx
         .dst

@@ -169,12 +169,14 @@ fn mode_for(
 }
 
 /// Copies `src` from a signed URL and proves it, or `Ok(None)`: this object (or this run) is to
-/// be streamed instead.
+/// be streamed instead, and `known` holds what the source claims if a HEAD learned it here (the
+/// streamed copy does not ask again).
 pub(super) async fn copy(
     ctx: &Ctx,
     fu: &FromUrl,
     src: &Entry,
     part: u64,
+    known: &mut Option<Claims>,
 ) -> Result<Option<Outcome>, CopyError> {
     if fu.off.load(Relaxed)
         || ctx.opts.verify == Verify::Readback
@@ -189,6 +191,10 @@ pub(super) async fn copy(
     // A single upload's part size is the whole object.
     let part = part.min(src.size);
     let claims = copy::discover_for(ctx, src, true, false).await?;
+    if !copy::crc_first(ctx) {
+        // Learned as the streamed copy would learn them.
+        *known = Some(claims.clone());
+    }
     let Some(mode) = mode_for(
         &claims,
         src.size,

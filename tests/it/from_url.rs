@@ -417,3 +417,41 @@ async fn a_failed_commit_resumes_without_fetching_the_blocks_again() {
     assert_eq!(from_url_requests(&log), 0, "{log:?}");
     exact(&t.azure(&t.s.az_container2, &dst_prefix), BLOCKS.0, &big).await;
 }
+
+// A blob that states no digest (committed from blocks by another tool: no MD5, no CRC64) cannot
+// be proven after a copy from its URL, so it is streamed; the HEAD that found nothing is not
+// asked again by the streamed copy (one HEAD per object, not two).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blob_without_a_digest_is_streamed_after_one_head() {
+    let Some(t) = setup().await else { return };
+    let prefix = unique("fromurl-noproof");
+    let src = t.azure(&t.s.az_container, &prefix);
+    let key = "noproof/blocks.bin";
+    let size = 11 * MIB + 3;
+    commit_blocks(&src, key, &data(key, size), 5 * MIB as usize, &[]).await;
+    let before = t.log().len();
+    let dst_prefix = unique("fromurl-noproof-dst");
+    let (o, v) = t
+        .copy(
+            &format!("azproxy:{}/{prefix}", t.s.az_container),
+            &format!("azproxy:{}/{dst_prefix}", t.s.az_container2),
+            &[],
+        )
+        .await;
+    expect(&o, 0);
+    assert_eq!(v["copied"]["objects"], 1, "{}", text(&o));
+    assert_eq!(v["server_side"]["objects"], 0, "{}", text(&o));
+    let log = t.log()[before..].to_vec();
+    assert_eq!(from_url_requests(&log), 0, "{log:?}");
+    let heads: Vec<_> = log
+        .iter()
+        .filter(|(m, target, _)| m == "HEAD" && target.contains(key))
+        .collect();
+    assert_eq!(heads.len(), 1, "{heads:#?}");
+    exact(
+        &t.azure(&t.s.az_container2, &dst_prefix),
+        key,
+        &data(key, size),
+    )
+    .await;
+}
