@@ -25,7 +25,7 @@
 #        is most of it)
 # Every S3 -> S3 moverctl run passes --no-server-side (the two buckets share one Garage and one
 # key, so it would otherwise copy on the server). Both tools run at their defaults otherwise
-# (moverctl: 64 MiB parts, 32 transfers; rclone: 5 MiB chunks, 4 transfers).
+# (moverctl: 64 MiB parts, 64 transfers; rclone: 5 MiB chunks, 4 transfers).
 #
 # Before every run the file systems are synced (outside the measurement), so no writeback of an
 # earlier run's dirty pages lands in its window. Measured per run by bench/lib/measure.py (GNU time -v): user and system CPU of the client,

@@ -104,7 +104,7 @@ def main():
     p("CPU is the client's user + system time (GNU time), per GiB copied: the main figure. Wall "
       "time and MB/s are secondary (two shared cores, Garage on the same cores). Garage CPU is the "
       "server's CPU in the run's window, per GiB (it includes anything else the server did then). "
-      "Both tools run at their defaults (moverctl: 64 MiB parts, 32 transfers; rclone: 5 MiB "
+      "Both tools run at their defaults (moverctl: 64 MiB parts, 64 transfers; rclone: 5 MiB "
       "chunks, 4 transfers), every S3 → S3 moverctl run with `--no-server-side`.")
     p("")
     p("| row | tool | verified by (moverctl's --json) | CPU s/GiB | user | sys | wall s | MB/s | "

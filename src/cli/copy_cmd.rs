@@ -23,8 +23,9 @@ use std::sync::atomic::AtomicBool;
 
 #[derive(Debug, Args, Clone)]
 pub struct EngineArgs {
-    /// Objects copied at the same time.
-    #[arg(long, default_value_t = 32)]
+    /// Objects copied at the same time (the in-flight window's maximum; bytes in flight stay
+    /// within --max-buffer whatever this is). `plan --concurrency` assumes the same 64.
+    #[arg(long, default_value_t = 64)]
     pub transfers: usize,
     /// Parts of one large object in flight at the same time.
     #[arg(long, default_value_t = 4)]
