@@ -533,8 +533,22 @@ async fn a_store_that_refuses_presigned_writes_is_written_through_the_client() {
     let at = format!("/{}/{dst}/", t.bucket_b);
     t.proxy
         .add("PUT", &at, "X-Amz-Signature=", PFault::AccessDenied, 1);
-    let (o, v) = t.run(&t.local_source(), &t.dst_location(&dst), &[]).await;
+    let (o, v) = t
+        .run(&t.local_source(), &t.dst_location(&dst), &["-vvv"])
+        .await;
     expect(&o, 0);
+    // Every request logged, the refusal too: no presigned URL (its key id and signature) and no
+    // secret anywhere in the output.
+    let all = text(&o);
+    for secret in ["X-Amz-Signature", "X-Amz-Credential", "Signature="] {
+        assert!(!all.contains(secret), "{secret} printed:\n{all}");
+    }
+    let key = std::env::var("MOVERCTL_TEST_S3_SECRET").unwrap();
+    assert!(!all.contains(&key), "the secret key was printed");
+    assert!(
+        all.contains("presigned"),
+        "the fallback is not logged:\n{all}"
+    );
     assert_eq!(t.proxy.hits().len(), 1, "{:?}", t.proxy.hits());
     assert_eq!(
         labels(&v),
