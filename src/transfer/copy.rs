@@ -1410,9 +1410,9 @@ struct PartUpload<'a> {
     /// Each part's MD5 is computed and sent as Content-MD5 (not on the checksum-only path,
     /// where the parts carry their CRC64 instead).
     part_md5: bool,
-    /// Checksum-only path: parts go out on presigned URLs bound to the CRC64 computed as they
-    /// were read (see [`super::part_url`]).
-    by_url: Option<&'a crate::store::CrcWriter>,
+    /// Checksum-only path: the CRC64-sending writer; parts go out on presigned URLs bound to the
+    /// CRC64 computed as they were read where [`super::crc_url::applies`].
+    crc_w: Option<&'a crate::store::CrcWriter>,
 }
 
 /// A part's bytes kept for the in-order hash, with the buffer permit they hold until hashed.
@@ -1466,7 +1466,7 @@ async fn upload_part(
     }
     ctx.limits.take_bytes(d.bytes).await;
     let keep_chunks = up.keep_for_hash.then(|| chunks.clone());
-    let by_url = match up.by_url.filter(|w| !w.urls_refused.load(Relaxed)) {
+    let by_url = match up.crc_w.filter(|w| super::crc_url::applies(ctx, w)) {
         Some(w) => {
             let chunks = chunks.clone();
             super::crc_url::put_part(ctx, w, up.path, up.id, idx, chunks, d.crc64).await?
@@ -1693,7 +1693,7 @@ async fn copy_multipart(
         blocks_unchecked,
         blocks_by_crc,
         part_md5,
-        by_url: crc_w.filter(|w| super::crc_url::applies(ctx, w)),
+        crc_w,
     };
     let part_futs = reads.map(|(idx, range, permit, got)| {
         upload_part(ctx, &up, idx, range, permit, got, done[idx].clone())

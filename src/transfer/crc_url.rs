@@ -172,9 +172,8 @@ async fn send(
     let judged = put_signed(ctx, what, sign, &headers, chunks, generic, |reply| {
         let code = xml_field(&reply.body, "Code").unwrap_or_default();
         let fail = |e: CopyError| Verdict::Fail(Refused::Copy(e));
-        match reply.status {
-            200..=299 => {
-                let answer = DigestHeaders::of(&reply.headers);
+        match answer_of(reply.status, &code) {
+            Answer::Taken => {
                 let echoed = reply.headers.get(CRC_HEADER).and_then(|v| v.to_str().ok());
                 if let Some(e) = echoed
                     && e != sent
@@ -189,24 +188,22 @@ async fn send(
                     .get("etag")
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string);
-                Verdict::Done((etag, answer))
+                Verdict::Done((etag, DigestHeaders::of(&reply.headers)))
             }
-            400 if matches!(
-                code.as_str(),
-                "BadDigest" | "InvalidDigest" | "XAmzContentChecksumMismatch"
-            ) =>
-            {
-                fail(CopyError::Mismatch(format!(
-                    "{what}: the store refused {} ({code}): its bytes differ from the digest \
-                     computed when they were read",
-                    write.named()
-                )))
-            }
-            401 | 403 | 405 | 501 => {
-                Verdict::Fail(Refused::Off(format!("{} {code}", reply.status)))
-            }
-            s if retryable_status(s) => Verdict::Retry(format!("the store answered {s}"), Some(s)),
-            s => fail(generic(format!("the store answered {s} {code}"), Some(s))),
+            Answer::DigestRefused => fail(CopyError::Mismatch(format!(
+                "{what}: the store refused {} ({code}): its bytes differ from the digest \
+                 computed when they were read",
+                write.named()
+            ))),
+            Answer::NotHere => Verdict::Fail(Refused::Off(format!("{} {code}", reply.status))),
+            Answer::Retry => Verdict::Retry(
+                format!("the store answered {}", reply.status),
+                Some(reply.status),
+            ),
+            Answer::Failed => fail(generic(
+                format!("the store answered {} {code}", reply.status),
+                Some(reply.status),
+            )),
         }
     })
     .await;
@@ -224,6 +221,45 @@ async fn send(
             }
             Ok(None)
         }
+    }
+}
+
+/// What an answer to a write sent by URL means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// Stored (its echoed CRC64 is still compared).
+    Taken,
+    /// The store compared the body with the digest sent and refused it: an integrity failure.
+    DigestRefused,
+    /// The store does not allow or support the request in this form (a policy denying presigned
+    /// requests, a signed checksum header it does not take in a query-signed request): the
+    /// write goes through the S3 client instead, and so does the rest of the run's.
+    NotHere,
+    /// Worth another attempt under the retry policy (5xx, 429, 408).
+    Retry,
+    Failed,
+}
+
+fn answer_of(status: u16, code: &str) -> Answer {
+    match status {
+        200..=299 => Answer::Taken,
+        400 if matches!(
+            code,
+            "BadDigest" | "InvalidDigest" | "XAmzContentChecksumMismatch"
+        ) =>
+        {
+            Answer::DigestRefused
+        }
+        400 if matches!(
+            code,
+            "NotImplemented" | "InvalidRequest" | "AuthorizationQueryParametersError"
+        ) =>
+        {
+            Answer::NotHere
+        }
+        401 | 403 | 405 | 501 => Answer::NotHere,
+        s if retryable_status(s) => Answer::Retry,
+        _ => Answer::Failed,
     }
 }
 
@@ -253,6 +289,32 @@ mod tests {
     struct AsObjectStoreReadsIt {
         e_tag: String,
         checksum_crc64nvme: Option<String>,
+    }
+
+    #[test]
+    fn answers_are_taken_refused_routed_elsewhere_or_retried() {
+        assert_eq!(answer_of(200, ""), Answer::Taken);
+        for code in ["BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch"] {
+            assert_eq!(answer_of(400, code), Answer::DigestRefused, "{code}");
+        }
+        // Presigned requests refused by policy, or this form of request not supported: the S3
+        // client writes instead (a digest refusal never does: it is the proof failing).
+        for (status, code) in [
+            (403, "AccessDenied"),
+            (401, ""),
+            (405, "MethodNotAllowed"),
+            (501, "NotImplemented"),
+            (400, "NotImplemented"),
+            (400, "InvalidRequest"),
+            (400, "AuthorizationQueryParametersError"),
+        ] {
+            assert_eq!(answer_of(status, code), Answer::NotHere, "{status} {code}");
+        }
+        for status in [500, 503, 429, 408] {
+            assert_eq!(answer_of(status, "SlowDown"), Answer::Retry, "{status}");
+        }
+        assert_eq!(answer_of(404, "NoSuchUpload"), Answer::Failed);
+        assert_eq!(answer_of(400, "EntityTooSmall"), Answer::Failed);
     }
 
     #[test]
