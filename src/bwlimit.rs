@@ -64,23 +64,44 @@ const FULL_DAYS: [&str; 7] = [
     "sunday",
 ];
 
-/// One rate: moverctl's `200MiB/s` forms, rclone's `10M` forms, or `off`.
+/// The slowest limit taken: 1 KiB/s. Below it a single read of a few KiB waits for seconds, and
+/// a value such as `0.0001` (rclone's unit is KiB/s: 0.1 B/s) is a typo, not a plan; it must
+/// never round to `0`, which means no limit at all.
+pub const MIN_BYTES_PER_SEC: u64 = 1024;
+
+/// One rate: moverctl's `200MiB/s` forms, rclone's `10M` forms, or `off`. A rate that is not
+/// written as zero but is below [`MIN_BYTES_PER_SEC`] (including one that rounds to 0) is an
+/// error; only `off` and a written zero (`0`, `0.0`, `0M`) turn the limit off.
 fn parse_one(s: &str) -> Result<Option<u64>, String> {
     let t = s.trim();
     if t.eq_ignore_ascii_case("off") || t == "0" {
         return Ok(None);
     }
-    if t.ends_with("/s") || t.ends_with("ps") {
-        let r = parse_rate(t)?;
-        return Ok(Some(r.round().to_u64().unwrap_or(u64::MAX).max(1)));
+    let v = if t.ends_with("/s") || t.ends_with("ps") {
+        parse_rate(t)?.ceil().to_u64().unwrap_or(u64::MAX)
+    } else {
+        crate::units::parse_rclone_size(t).map_err(|e| {
+            format!(
+                "{e}; --bwlimit takes 10M (rclone: MiB/s), 200MiB/s, 1Gbps, off, UP:DOWN or a \
+                 timetable such as \"08:00,10M 19:00,off\""
+            )
+        })?
+    };
+    let written_zero = t
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .all(|c| c == '0' || c == '.');
+    if written_zero {
+        return Ok(None);
     }
-    let v = crate::units::parse_rclone_size(t).map_err(|e| {
-        format!(
-            "{e}; --bwlimit takes 10M (rclone: MiB/s), 200MiB/s, 1Gbps, off, UP:DOWN or a \
-             timetable such as \"08:00,10M 19:00,off\""
-        )
-    })?;
-    Ok((v > 0).then_some(v))
+    if v < MIN_BYTES_PER_SEC {
+        return Err(format!(
+            "{t:?} is {} after rounding, below the minimum of 1 KiB/s (a bare number is \
+             KiB/s, as in rclone: 10M = 10 MiB/s); write off or 0 for no limit",
+            crate::units::fmt_bytes(v) + "/s"
+        ));
+    }
+    Ok(Some(v))
 }
 
 /// `RATE` or `UP:DOWN`.
@@ -208,7 +229,7 @@ mod tests {
         assert_eq!(fixed("1.5G"), both(3 << 29));
         assert_eq!(fixed("512K"), both(512 << 10));
         assert_eq!(fixed("512"), both(512 << 10));
-        assert_eq!(fixed("100B"), both(100));
+        assert_eq!(fixed("1024B"), both(1024));
         // moverctl's own forms are unchanged.
         assert_eq!(fixed("200MiB/s"), both(200 * MIB));
         assert_eq!(fixed("1Gbps"), both(125_000_000));
@@ -223,6 +244,31 @@ mod tests {
         for bad in ["10X", "fast", "-1M", "10M:fast", ""] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Fails on the main of 2026-12-02, where `--bwlimit 0.0001` (0.1 B/s) rounded to 0 = off
+    /// and the run went at full speed.
+    #[test]
+    fn a_rate_that_rounds_to_zero_or_below_the_minimum_is_refused() {
+        for bad in [
+            "0.0001",
+            "0.5",
+            "0.0001M",
+            "100B",
+            "0.4B/s",
+            "1000B/s",
+            "8kbps",
+            "10M:0.0001",
+        ] {
+            let e = parse(bad).expect_err(bad);
+            assert!(e.contains("below the minimum of 1 KiB/s"), "{bad}: {e}");
+        }
+        assert!(parse("08:00,0.0001 19:00,off").is_err());
+        for zero in ["0", "0.0", "0M", "off", "OFF"] {
+            assert_eq!(fixed(zero).up, None, "{zero}");
+        }
+        assert_eq!(fixed("1").up, Some(1024), "a bare 1 is 1 KiB/s");
+        assert_eq!(fixed("1KiB/s").up, Some(1024));
     }
 
     #[test]

@@ -14,6 +14,24 @@ pub struct FileError {
     pub message: String,
 }
 
+/// The text of a file read as bytes: a file that is not UTF-8 (random bytes, a binary given by
+/// mistake) is an error at the line and column of its first invalid byte, like any other error
+/// in the file, not a failure to read it.
+pub fn text(shown: &str, bytes: Vec<u8>) -> Result<String, FileError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let valid = std::str::from_utf8(&e.as_bytes()[..at]).unwrap_or_default();
+        let (line, column) = line_col(valid, at);
+        FileError {
+            file: shown.to_string(),
+            line,
+            column,
+            field: "(document)".to_string(),
+            message: format!("not a TOML text file: the byte at offset {at} is not valid UTF-8"),
+        }
+    })
+}
+
 /// Deserialize `text` (read from `shown`) into `T`; errors carry the line and the field path.
 pub fn parse<T: DeserializeOwned>(shown: &str, text: &str) -> Result<T, FileError> {
     let de = toml::Deserializer::parse(text).map_err(|e| from_toml(shown, text, "", &e))?;
@@ -114,6 +132,18 @@ fn split_path(path: &str) -> Vec<Seg> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_located_at_its_first_bad_byte() {
+        let e = text("p.toml", b"a = 1\nb = \xff\xfe".to_vec()).unwrap_err();
+        assert_eq!((e.line, e.column), (2, 5), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("p.toml:2:5: field `(document)`: not a TOML text file"),
+            "{e}"
+        );
+        assert_eq!(text("p.toml", b"ok".to_vec()).unwrap(), "ok");
+    }
 
     #[test]
     fn locates_nested_fields() {

@@ -206,7 +206,9 @@ pub(super) fn messages(
         )),
         Some(Verdict::GuardTripped) => problems.push(format!(
             "delete guard: this run would delete {candidates}, more than --max-delete {} allows ({} of the {} objects listed at {dst}); nothing was deleted. \
-             If the source really lost them, run once with a higher --max-delete{}",
+             First check that {src} and {dst} are the paths you meant and do not overlap (one store reached through two spellings of its endpoint, \
+             a source inside the destination, a wrong bucket or prefix): deleting then would remove objects that are not extra. \
+             Only if the source really lost them, run once with a higher --max-delete{}",
             args.max_delete,
             d.allowed,
             r.dest_objects,

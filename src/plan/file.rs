@@ -332,11 +332,11 @@ impl PlanFile {
     /// Read and check a plan file; errors name the file, line and field.
     pub fn load(path: &Path) -> Result<PlanFile, PlanError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| PlanError::Io {
+        let bytes = std::fs::read(path).map_err(|e| PlanError::Io {
             file: shown.clone(),
             message: format!("cannot read the plan: {e}"),
         })?;
-        Self::parse(&shown, &text)
+        Self::parse(&shown, &tomlfile::text(&shown, bytes)?)
     }
 
     pub fn parse(shown: &str, text: &str) -> Result<PlanFile, PlanError> {

@@ -12,8 +12,13 @@
 //! canonical path (symbolic links and `..` resolved); a destination that does not exist yet is
 //! resolved through its nearest existing ancestor. In-memory stores share nothing.
 //!
-//! Two different host names for one server (`localhost` and `127.0.0.1`) are not recognised as
-//! the same: that would need name resolution, and a proxy in front could still tell them apart.
+//! Hosts are compared as the service they reach, not as text: case, a trailing dot, the default
+//! port and IPv4-mapped IPv6 literals (`[::ffff:127.0.0.1]` is `127.0.0.1`) are normalised in
+//! the identity itself; when two endpoints still differ as text but name the same bucket and
+//! overlapping prefixes, their hosts are resolved (DNS, `/etc/hosts`: `localhost`) and a shared
+//! address on the same port and path is the same service. Resolution happens only then, so the
+//! identity that keys journals and locks never depends on DNS; a name that does not resolve is
+//! taken as a different service (the store cannot be reached through it anyway).
 
 use super::config::Remote;
 use super::location::Location;
@@ -29,6 +34,8 @@ pub enum Scope {
         service: String,
         bucket: String,
         prefix: String,
+        /// The endpoint's parts, for comparing two spellings of one server by address.
+        endpoint: Option<Endpoint>,
     },
     /// A local folder, by canonical path.
     Folder(PathBuf),
@@ -46,6 +53,7 @@ impl Scope {
                 service,
                 bucket,
                 prefix,
+                ..
             } => format!("{service} bucket {bucket} prefix {prefix}"),
             Scope::Folder(p) => format!("local {}", p.display()),
             Scope::Private => format!("memory {shown}"),
@@ -127,7 +135,7 @@ pub fn check_with_env(
 ) -> Result<(), OpenError> {
     let a = scope_with_env(src, src_remote, env)?;
     let b = scope_with_env(dst, dst_remote, env)?;
-    let Some(relation) = relate(&a, &b) else {
+    let Some(relation) = relate_with(&a, &b, &resolve) else {
         return Ok(());
     };
     let resolved = match (&a, &b) {
@@ -161,30 +169,33 @@ pub fn scope_with_env(
     let shown = loc.shown();
     Ok(match loc {
         Location::S3 { bucket, prefix, .. } => {
-            let service = match s3_endpoint_with(remote, &shown, env)? {
+            let (service, endpoint) = match s3_endpoint_with(remote, &shown, env)? {
                 Some(e) => {
-                    let (norm, host) = normalise_endpoint(&e);
-                    if host.as_deref().is_some_and(is_aws_s3_host) {
-                        "s3 aws".to_string()
+                    let (norm, ep) = normalise_endpoint("s3", &e);
+                    if ep.as_ref().is_some_and(|p| is_aws_s3_host(&p.host)) {
+                        ("s3 aws".to_string(), None)
                     } else {
-                        format!("s3 {norm}")
+                        (format!("s3 {norm}"), ep)
                     }
                 }
-                None => "s3 aws".to_string(),
+                None => ("s3 aws".to_string(), None),
             };
             Scope::Keys {
                 service,
                 bucket: bucket.clone(),
                 prefix: prefix.clone(),
+                endpoint,
             }
         }
         Location::Gcs { bucket, prefix, .. } => {
             let e = remote_endpoint(remote, &shown)?
                 .unwrap_or_else(|| "https://storage.googleapis.com".into());
+            let (norm, endpoint) = normalise_endpoint("gcs", &e);
             Scope::Keys {
-                service: format!("gcs {}", normalise_endpoint(&e).0),
+                service: format!("gcs {norm}"),
                 bucket: bucket.clone(),
                 prefix: prefix.clone(),
+                endpoint,
             }
         }
         Location::Azure {
@@ -195,15 +206,17 @@ pub fn scope_with_env(
                 .or_else(|| env("AZURE_STORAGE_ACCOUNT_NAME"))
                 .or_else(|| env("AZURE_STORAGE_ACCOUNT"))
                 .unwrap_or_default();
-            let endpoint = match remote_endpoint(remote, &shown)? {
-                Some(e) => normalise_endpoint(&e).0,
-                None if remote.is_some_and(|r| r.use_emulator) => "emulator".into(),
-                None => "default".into(),
+            let label = format!("azure account {account}");
+            let (endpoint, parts) = match remote_endpoint(remote, &shown)? {
+                Some(e) => normalise_endpoint(&label, &e),
+                None if remote.is_some_and(|r| r.use_emulator) => ("emulator".into(), None),
+                None => ("default".into(), None),
             };
             Scope::Keys {
                 service: format!("azure {endpoint} account {account}"),
                 bucket: container.clone(),
                 prefix: prefix.clone(),
+                endpoint: parts,
             }
         }
         Location::Local { root } => {
@@ -216,21 +229,24 @@ pub fn scope_with_env(
     })
 }
 
-/// How `dst` relates to `src`, or None when they share nothing.
-pub fn relate(src: &Scope, dst: &Scope) -> Option<Relation> {
+/// How `dst` relates to `src`, or None when they share nothing; endpoints that differ as text
+/// are compared by the addresses `resolve` gives for their hosts (see the module docs).
+pub fn relate_with(src: &Scope, dst: &Scope, resolve: &Resolver) -> Option<Relation> {
     match (src, dst) {
         (
             Scope::Keys {
                 service: s1,
                 bucket: b1,
                 prefix: p1,
+                endpoint: e1,
             },
             Scope::Keys {
                 service: s2,
                 bucket: b2,
                 prefix: p2,
+                endpoint: e2,
             },
-        ) if s1 == s2 && b1 == b2 => {
+        ) if b1 == b2 && (s1 == s2 || same_server(e1.as_ref(), e2.as_ref(), resolve)) => {
             // Prefixes are empty or end in '/', so a string prefix is a whole-segment prefix.
             if p1 == p2 {
                 Some(Relation::Same)
@@ -258,22 +274,86 @@ pub fn relate(src: &Scope, dst: &Scope) -> Option<Relation> {
     }
 }
 
-/// An endpoint as `scheme://host:port/path` (host lowercased, default port made explicit, no
-/// trailing '/'), and its host; text that is not a URL is only trimmed and lowercased.
-fn normalise_endpoint(e: &str) -> (String, Option<String>) {
+/// The parts of an endpoint URL that say which server it reaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// What is served there beyond the URL (`s3`, `gcs`, `azure account NAME`).
+    label: String,
+    /// Lowercased, no trailing dot, an IP literal in its plain form (IPv4-mapped IPv6 as IPv4).
+    host: String,
+    port: Option<u16>,
+    path: String,
+}
+
+/// Addresses a host name reaches on a port (empty when it does not resolve).
+pub type Resolver = dyn Fn(&str, u16) -> Vec<std::net::IpAddr>;
+
+/// The system's resolver (`getaddrinfo`: DNS and `/etc/hosts`).
+fn resolve(host: &str, port: u16) -> Vec<std::net::IpAddr> {
+    use std::net::ToSocketAddrs;
+    (host, port)
+        .to_socket_addrs()
+        .map(|a| a.map(|s| s.ip()).collect())
+        .unwrap_or_default()
+}
+
+/// An IP address in one form: IPv4-mapped IPv6 (`::ffff:a.b.c.d`) as the IPv4 address.
+fn plain_ip(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map(std::net::IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    }
+}
+
+/// Two endpoints reach the same server: same label, port and path, and their hosts share an
+/// address (IP literals as they are, names through `resolve`).
+fn same_server(a: Option<&Endpoint>, b: Option<&Endpoint>, resolve: &Resolver) -> bool {
+    let (Some(a), Some(b)) = (a, b) else {
+        return false;
+    };
+    if a.label != b.label || a.port != b.port || a.path != b.path {
+        return false;
+    }
+    if a.host == b.host {
+        return true;
+    }
+    let port = a.port.unwrap_or(0);
+    let addrs = |h: &str| -> Vec<std::net::IpAddr> {
+        match h.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+            Ok(ip) => vec![plain_ip(ip)],
+            Err(_) => resolve(h, port).into_iter().map(plain_ip).collect(),
+        }
+    };
+    let theirs = addrs(&b.host);
+    addrs(&a.host).iter().any(|ip| theirs.contains(ip))
+}
+
+/// An endpoint as `scheme://host:port/path` (see [`Endpoint::host`]; default port made
+/// explicit, no trailing '/'), and its parts; text that is not a URL is only trimmed and
+/// lowercased.
+fn normalise_endpoint(label: &str, e: &str) -> (String, Option<Endpoint>) {
     match url::Url::parse(e.trim()) {
-        Ok(u) if u.host_str().is_some() => {
-            let host = u.host_str().unwrap_or_default().to_ascii_lowercase();
-            let port = u
-                .port_or_known_default()
-                .map(|p| format!(":{p}"))
-                .unwrap_or_default();
-            let norm = format!(
-                "{}://{host}{port}{}",
-                u.scheme(),
-                u.path().trim_end_matches('/')
-            );
-            (norm, Some(host))
+        Ok(u) if u.host().is_some() => {
+            let host = match u.host() {
+                Some(url::Host::Ipv6(v6)) => match v6.to_ipv4_mapped() {
+                    Some(v4) => v4.to_string(),
+                    None => format!("[{v6}]"),
+                },
+                Some(url::Host::Ipv4(v4)) => v4.to_string(),
+                Some(url::Host::Domain(d)) => d.trim_end_matches('.').to_ascii_lowercase(),
+                None => String::new(),
+            };
+            let port = u.port_or_known_default();
+            let path = u.path().trim_end_matches('/').to_string();
+            let shown_port = port.map(|p| format!(":{p}")).unwrap_or_default();
+            let norm = format!("{}://{host}{shown_port}{path}", u.scheme());
+            let parts = Endpoint {
+                label: label.to_string(),
+                host,
+                port,
+                path,
+            };
+            (norm, Some(parts))
         }
         _ => (e.trim().trim_end_matches('/').to_ascii_lowercase(), None),
     }
@@ -340,6 +420,15 @@ endpoint = "https://objects.example.com"
 [remotes.web443]
 type = "s3"
 endpoint = "https://objects.example.com:443/"
+[remotes.mapped]
+type = "s3"
+endpoint = "http://[::ffff:127.0.0.1]:3900"
+[remotes.lh]
+type = "s3"
+endpoint = "http://LocalHost.:3900/"
+[remotes.lh2]
+type = "s3"
+endpoint = "http://localhost:3910"
 "#;
 
     fn remotes() -> Remotes {
@@ -423,6 +512,81 @@ endpoint = "https://objects.example.com:443/"
         assert_eq!(overlap("s3://b/x", "garage:b/x", None), None);
         // An explicit AWS endpoint is AWS's one bucket namespace.
         assert_eq!(overlap("s3://b/x", "aws_east:b/x", None), Some(Same));
+    }
+
+    /// Fails on the main of 2026-12-02, which compared endpoints as text: a remote spelled
+    /// `[::ffff:127.0.0.1]` or `localhost` was another service, and `sync` deleted the source.
+    #[test]
+    fn overlap_spelled_differently_is_the_same_service() {
+        assert_eq!(
+            overlap("mapped:b/par/child", "garage:b/par", None),
+            Some(SourceInsideDestination)
+        );
+        assert_eq!(
+            overlap("lh:b/par/child", "garage:b/par", None),
+            Some(SourceInsideDestination),
+            "localhost resolves to 127.0.0.1 (case and a trailing dot ignored)"
+        );
+        assert_eq!(overlap("lh:b/x", "mapped:b/x", None), Some(Same));
+        // Another port, or another bucket, is still another place.
+        assert_eq!(overlap("lh2:b/x", "garage:b/x", None), None);
+        assert_eq!(overlap("lh:b/x", "garage:c/x", None), None);
+        // The identity itself folds the mapped form, case and the trailing dot.
+        let r = remotes();
+        let id = |s: &str| {
+            let l = Location::parse(s, &r).unwrap();
+            scope_with_env(&l, crate::store::remote_of(&l, &r), &|_| None)
+                .unwrap()
+                .identity(s)
+        };
+        assert_eq!(id("mapped:b/x"), id("garage:b/x"));
+        assert!(
+            id("lh:b/x").contains("http://localhost:3900 "),
+            "{}",
+            id("lh:b/x")
+        );
+    }
+
+    #[test]
+    fn dns_names_are_compared_by_their_addresses() {
+        let (a, _) = normalise_endpoint("s3", "https://s3.internal.example:9000");
+        let ep = |e: &str| normalise_endpoint("s3", e).1;
+        let keys = |e: &str, p: &str| Scope::Keys {
+            service: format!("s3 {e}"),
+            bucket: "b".into(),
+            prefix: p.into(),
+            endpoint: ep(e),
+        };
+        let fake = |h: &str, _p: u16| -> Vec<std::net::IpAddr> {
+            match h {
+                "s3.internal.example" | "alias.example" => vec!["10.0.0.5".parse().unwrap()],
+                _ => vec![],
+            }
+        };
+        assert_eq!(a, "https://s3.internal.example:9000");
+        let x = keys("https://s3.internal.example:9000", "d/");
+        for other in [
+            "http://10.0.0.5:9000",
+            "https://alias.example:9000/",
+            "http://[::ffff:10.0.0.5]:9000",
+        ] {
+            assert_eq!(
+                relate_with(&x, &keys(other, "d/sub/"), &fake),
+                Some(DestinationInsideSource),
+                "{other}"
+            );
+        }
+        for other in [
+            "http://10.0.0.6:9000",
+            "http://10.0.0.5:9001",
+            "https://nowhere.example:9000",
+        ] {
+            assert_eq!(
+                relate_with(&x, &keys(other, "d/sub/"), &fake),
+                None,
+                "{other}"
+            );
+        }
     }
 
     #[test]

@@ -120,3 +120,62 @@ fn a_broken_plan_names_line_and_field() {
         "{e}"
     );
 }
+
+/// On the main of 2026-12-02 a plan file of random bytes was a failure to read it (exit 1), not
+/// a bad plan file located like every other (exit 2).
+#[test]
+fn a_plan_file_of_random_bytes_exits_2_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("random.toml");
+    // Deterministic "random" bytes: a valid first line, then bytes that are not UTF-8.
+    let mut bytes = b"# moverctl plan\n".to_vec();
+    let mut x: u32 = 0x9e37_79b9;
+    bytes.extend((0..4096).map(|_| {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        (x >> 24) as u8 | 0x80
+    }));
+    std::fs::write(&path, &bytes).unwrap();
+    let o = super::moverctl()
+        .arg("exec")
+        .arg(&path)
+        .args(["--src", "/nonexistent-src", "--dst"])
+        .arg(dir.path().join("dst"))
+        .output()
+        .unwrap();
+    super::expect(&o, 2);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let shown = format!(
+        "{}:2:1: field `(document)`: not a TOML text file",
+        path.display()
+    );
+    assert!(err.contains(&shown), "{err}");
+    assert!(!dir.path().join("dst").exists(), "nothing was done");
+}
+
+/// On the main of 2026-12-02 `--bwlimit 0.0001` (rclone's unit is KiB/s: 0.1 B/s) rounded to
+/// 0, which is no limit, and the run went at full speed.
+#[test]
+fn a_bwlimit_that_rounds_to_zero_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/a"), b"x").unwrap();
+    for bad in ["0.0001", "100B"] {
+        let o = super::moverctl()
+            .arg("copy")
+            .arg(dir.path().join("src"))
+            .arg(dir.path().join("dst"))
+            .args(["--bwlimit", bad])
+            .env("MOVERCTL_STATE_DIR", dir.path().join("state"))
+            .output()
+            .unwrap();
+        super::expect(&o, 2);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("--bwlimit") && err.contains("below the minimum of 1 KiB/s"),
+            "{err}"
+        );
+        assert!(!dir.path().join("dst/a").exists(), "nothing was copied");
+    }
+}

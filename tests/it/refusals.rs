@@ -203,6 +203,60 @@ async fn sync_refuses_overlapping_locations() {
     assert_eq!(keys(&direct).await, all);
 }
 
+/// On the main of 2026-12-02 a remote for the same Garage spelled `http://[::ffff:127.0.0.1]:PORT`
+/// or `http://localhost:PORT` was another service: `sync SRC=par/child DST=par --delete
+/// --max-delete 100%` deleted the source's objects (exit 0).
+#[tokio::test]
+async fn overlap_spelled_differently_is_refused() {
+    let Some(s) = servers() else { return };
+    let port = url::Url::parse(&s.s3_endpoint).unwrap().port().unwrap();
+    let remote = |name: &str, endpoint: String| {
+        format!(
+            "[remotes.{name}]\ntype = \"s3\"\nendpoint = \"{endpoint}\"\nregion = \"{}\"\n\
+             access_key_id_env = \"MOVERCTL_TEST_S3_KEY_ID\"\n\
+             secret_access_key_env = \"MOVERCTL_TEST_S3_SECRET\"\n",
+            s.region
+        )
+    };
+    let extra = format!(
+        "{}{}",
+        remote("gmapped", format!("http://[::ffff:127.0.0.1]:{port}")),
+        remote("glocal", format!("http://LOCALHOST.:{port}/"))
+    );
+    let env = Env::new(Some(&s), &extra);
+    let p = unique("refuse-spelled");
+    let direct = Store::open(&format!("garage:{}/{p}", s.bucket_a), &super::remotes(&s)).unwrap();
+    seed(
+        &direct,
+        &[("par/child/a", 10), ("par/child/b", 20), ("par/keep", 30)],
+    )
+    .await;
+    let all = keys(&direct).await;
+    for (src, dst) in [
+        ("gmapped", "garage"),
+        ("glocal", "garage"),
+        ("garage", "gmapped"),
+        ("gmapped", "glocal"),
+    ] {
+        let (src, dst) = (
+            format!("{src}:{}/{p}/par/child", s.bucket_a),
+            format!("{dst}:{}/{p}/par", s.bucket_a),
+        );
+        let o = env.run(&["sync", &src, &dst, "--delete", "--max-delete", "100%"]);
+        expect(&o, 2);
+        assert!(stderr(&o).contains("is inside destination"), "{}", text(&o));
+        assert_eq!(keys(&direct).await, all, "nothing deleted or copied");
+    }
+    // The spelling reaches the server: a sibling prefix through it is no overlap.
+    let o = env.run(&[
+        "sync",
+        &format!("gmapped:{}/{p}/par/child", s.bucket_a),
+        &format!("glocal:{}/{p}/other", s.bucket_a),
+        "--dry-run",
+    ]);
+    expect(&o, 0);
+}
+
 /// On the main of 2026-12-01 `copy a a/mirror` copied the source into itself (exit 0), one level
 /// deeper on every run.
 #[tokio::test]

@@ -264,8 +264,20 @@ async fn max_delete_trips_before_deleting_anything() {
         assert_eq!(v["delete"]["allowed"], 3);
         assert_eq!(v["delete"]["deleted"]["objects"], 0);
         assert_eq!(v["requests"]["delete"], 0);
+        // The advice names overlap and wrong paths before a higher --max-delete (on the main
+        // of 2026-12-02 it only advised raising it, which deleted the source of an overlap).
+        let err = String::from_utf8_lossy(&o.stderr);
+        let (overlap, wrong, raise) = (
+            err.find("do not overlap"),
+            err.find("the paths you meant"),
+            err.find("a higher --max-delete"),
+        );
         assert!(
-            String::from_utf8_lossy(&o.stderr).contains("--max-delete"),
+            overlap.is_some()
+                && wrong.is_some()
+                && raise.is_some()
+                && overlap < raise
+                && wrong < raise,
             "{}",
             text(&o)
         );
