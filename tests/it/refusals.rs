@@ -251,7 +251,7 @@ async fn overlap_spelled_differently_is_refused() {
     let o = env.run(&[
         "sync",
         &format!("gmapped:{}/{p}/par/child", s.bucket_a),
-        &format!("glocal:{}/{p}/other", s.bucket_a),
+        &format!("garage:{}/{p}/other", s.bucket_a),
         "--dry-run",
     ]);
     expect(&o, 0);
