@@ -176,6 +176,16 @@ pub(super) fn messages(
     if let Some(m) = credentials_refused(r, src, dst, credentials_hint) {
         problems.push(format!("error: {m}"));
     }
+    if let Some(n) = r
+        .reasons
+        .get(crate::transfer::diff::CHANGED_AT_DESTINATION)
+        .filter(|n| **n > 0)
+    {
+        info.push(format!(
+            "{n} objects were changed at the destination since moverctl verified its copy (another writer): {}",
+            if r.dry_run { "they would be copied again" } else { "copied again" }
+        ));
+    }
     if r.no_source_digest > 0 {
         info.push(format!(
             "{} objects came from a source that states no digest for them: checked against the source by size only (--verify strict refuses them)",

@@ -167,6 +167,9 @@ pub enum DiffError {
     Journal(#[from] crate::journal::JournalError),
 }
 
+/// The reason for re-copying an object another writer changed at the destination (row 3b).
+pub const CHANGED_AT_DESTINATION: &str = "changed at destination";
+
 fn norm(e: &Option<String>) -> Option<String> {
     e.as_deref().map(crate::checksum::etag_norm)
 }
@@ -186,6 +189,7 @@ fn plain_md5(e: &Option<String>) -> Option<[u8; 16]> {
 /// | 1 | no | — | copy (`new`) |
 /// | 2 | yes, other size | — | copy (`size differs`) |
 /// | 3 | yes, same size | journal: verified, same source size + ETag, same destination ETag | skip (`verified earlier`), no request |
+/// | 3b | yes, same size | journal: verified, same source size + ETag, but the destination's listed ETag is not the one recorded for that verified write | copy (`changed at destination`), no request |
 /// | 4 | yes, same size | [`JoinPolicy::compare_md5_etags`] (both stores' single-part ETags are MD5s), both listed ETags are plain MD5s (not multipart `…-N`) and equal | skip (`same md5`), no request |
 /// | 5 | yes, same size | the same, and they differ | copy (`md5 differs`) |
 /// | 6 | yes, same size | journal: failed | copy (`failed earlier`) |
@@ -225,6 +229,18 @@ pub fn decide(
         && norm(&r.dst_etag) == norm(&dst.e_tag)
     {
         return Decision::Skip("verified earlier");
+    }
+    if let Some(r) = journal
+        && r.state == State::Verified
+        && r.size == src.size
+        && norm(&r.src_etag) == norm(&src.e_tag)
+        && r.dst_etag.is_some()
+        && norm(&r.dst_etag) != norm(&dst.e_tag)
+    {
+        // The source is the version moverctl verified a copy of, but the destination's ETag is
+        // not the one that copy got: something else wrote it since. Its moverctl metadata may
+        // have been copied over with it, so a HEAD would prove nothing.
+        return Decision::Copy(CHANGED_AT_DESTINATION);
     }
     if policy.compare_md5_etags
         && let (Some(a), Some(b)) = (plain_md5(&src.e_tag), plain_md5(&dst.e_tag))
@@ -402,12 +418,35 @@ mod tests {
         );
     }
 
+    /// Row 3b. Fails on the main of 2026-12-02, which HEADed the rewritten destination, found
+    /// moverctl's metadata copied over with it and skipped it (`same source version`).
+    #[test]
+    fn row_3b_a_destination_rewritten_since_the_verified_write_copies_changed_at_destination() {
+        let (src, dst) = (entry(5, "\"s\""), entry(5, "\"d\""));
+        let r = record(State::Verified, &src, "\"older\"");
+        for policy in [PLAIN, MD5] {
+            assert_eq!(
+                decide(&src, Some(&dst), Some(&r), policy),
+                Decision::Copy(CHANGED_AT_DESTINATION)
+            );
+        }
+        // Equal plain MD5s cannot overrule it: the record says the bytes written had another ETag.
+        let (src, dst) = (entry(5, MD5_A), entry(5, MD5_A));
+        let r = record(State::Verified, &src, MD5_B);
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), MD5),
+            Decision::Copy(CHANGED_AT_DESTINATION)
+        );
+        // A record without a destination ETag proves nothing either way.
+        let (src, dst) = (entry(5, "\"s\""), entry(5, "\"d\""));
+        let mut r = record(State::Verified, &src, "");
+        r.dst_etag = None;
+        assert_eq!(decide(&src, Some(&dst), Some(&r), PLAIN), Decision::Check);
+    }
+
     #[test]
     fn journal_verified_for_other_etags_or_size_proves_nothing() {
         let (src, dst) = (entry(5, "\"s\""), entry(5, "\"d\""));
-        // The destination was rewritten since.
-        let r = record(State::Verified, &src, "\"older\"");
-        assert_eq!(decide(&src, Some(&dst), Some(&r), PLAIN), Decision::Check);
         // The source changed since.
         let r = record(State::Verified, &entry(5, "\"s0\""), "\"d\"");
         assert_eq!(decide(&src, Some(&dst), Some(&r), PLAIN), Decision::Check);
@@ -416,7 +455,7 @@ mod tests {
         assert_eq!(decide(&src, Some(&dst), Some(&r), PLAIN), Decision::Check);
         // ...and then the MD5s decide.
         let (src, dst) = (entry(5, MD5_A), entry(5, MD5_B));
-        let r = record(State::Verified, &src, "\"older\"");
+        let r = record(State::Verified, &entry(5, "\"s0\""), "\"older\"");
         assert_eq!(
             decide(&src, Some(&dst), Some(&r), MD5),
             Decision::Copy("md5 differs")

@@ -905,3 +905,79 @@ async fn the_engine_itself_suppresses_deletes_after_a_failed_copy() {
     assert_eq!(deletes.verdict, Some(Verdict::Deleted));
     assert_eq!(super::keys_at(&dst).await, ["a", "b"]);
 }
+
+/// Rewrites `key` at `store` in place as another tool would: same size, one byte changed,
+/// moverctl's metadata copied over.
+async fn rewrite_in_place(store: &Store, key: &str) {
+    let path = store.path_of(key).unwrap();
+    let got = store.inner.get(&path).await.unwrap();
+    let attrs = got.attributes.clone();
+    assert!(
+        attrs
+            .get(&object_store::Attribute::Metadata(
+                moverctl::checksum::META_SRC_ETAG.into()
+            ))
+            .is_some(),
+        "moverctl's metadata is there to copy over"
+    );
+    let mut bytes = got.bytes().await.unwrap().to_vec();
+    bytes[0] ^= 0xff;
+    let opts = object_store::PutOptions {
+        attributes: attrs,
+        ..Default::default()
+    };
+    store
+        .inner
+        .put_opts(&path, PutPayload::from(bytes), opts)
+        .await
+        .unwrap();
+}
+
+/// On the main of 2026-12-02 a destination object another tool rewrote in place (same size, one
+/// byte changed, moverctl's metadata copied over) stayed wrong: sync and copy skipped it as
+/// `same source version` (exit 0), although the journal held the destination ETag of the
+/// verified write and the listing showed another one.
+#[tokio::test]
+async fn a_destination_changed_behind_moverctls_back_is_copied_again() {
+    let Some(s) = servers() else { return };
+    let env = Env::new(Some(&s), "");
+    let r = env.remotes();
+    let p = unique("changed-at-dst");
+    let src_loc = format!("garage:{}/{p}", s.bucket_a);
+    let src = Store::open(&src_loc, &r).unwrap();
+    seed(&src, &[("a", 3000), ("b", 40)]).await;
+    // Azure's ETags are opaque (no MD5 row applies); Garage's are MD5s.
+    for dst_loc in [
+        format!("azurite:{}/{p}", s.az_container),
+        format!("garage2:{}/{p}", s.bucket_c),
+    ] {
+        let dst = Store::open(&dst_loc, &r).unwrap();
+        expect(&env.sync(&[&src_loc, &dst_loc, "--delete"]), 0);
+        for cmd in ["sync", "copy"] {
+            rewrite_in_place(&dst, "a").await;
+            let mut c = super::moverctl();
+            c.arg("--config")
+                .arg(env.dir.path().join("remotes.toml"))
+                .args([cmd, &src_loc, &dst_loc, "--json"])
+                .env("MOVERCTL_STATE_DIR", env.state());
+            let o = c.output().unwrap();
+            expect(&o, 0);
+            let v = summary(&o);
+            assert_eq!(v["copied"]["objects"], 1, "{dst_loc} ({cmd}): {v}");
+            assert_eq!(
+                v["reasons"]["changed at destination"], 1,
+                "{dst_loc} {cmd}: {v}"
+            );
+            let back = dst.inner.get(&dst.path_of("a").unwrap()).await.unwrap();
+            assert_eq!(
+                back.bytes().await.unwrap(),
+                data("a", 3000),
+                "{dst_loc} {cmd}: repaired"
+            );
+        }
+        // And then it is verified earlier again: nothing copied.
+        let o = env.sync(&[&src_loc, &dst_loc, "--json"]);
+        expect(&o, 0);
+        assert_eq!(summary(&o)["copied"]["objects"], 0, "{dst_loc}");
+    }
+}
