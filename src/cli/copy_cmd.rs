@@ -615,18 +615,31 @@ fn drive(
         if let Some(cause) = w.unwritable.clone() {
             stopped = Some(s.unwritable(cause, journaled(w.unwritten)));
         } else {
-            status.state = if exit == Exit::Success {
-                "done"
-            } else {
-                "failed"
-            }
-            .into();
             // At the end every object of the range is accounted for: copied and verified now,
             // or found verified (by the journal or by a check) and skipped.
             if !report.interrupted {
                 status.objects_done = report.copied + report.skipped;
                 status.bytes_done = report.copied_bytes + report.skipped_bytes;
             }
+            // A run with nothing failed that found much less than the plan is not done.
+            let short = (exit == Exit::Success)
+                .then(|| {
+                    super::shard_cmd::shortfall(
+                        (status.objects_done, status.bytes_done),
+                        (status.planned_objects, status.planned_bytes),
+                    )
+                })
+                .flatten();
+            status.state = match (&short, exit) {
+                (Some(m), _) => {
+                    eprintln!("moverctl: shard {}: {m}", s.id);
+                    exit = Exit::Incomplete;
+                    "incomplete"
+                }
+                (None, Exit::Success) => "done",
+                _ => "failed",
+            }
+            .into();
             let cost = vs.as_ref().map(|v| v.actual()).unwrap_or_default();
             let items: Vec<(&str, crate::money::Usd)> = super::shard_cmd::COST_ITEMS
                 .iter()

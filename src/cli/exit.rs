@@ -28,6 +28,10 @@ pub enum Exit {
     /// policy) or refused the write; the shard stopped after the objects in flight finished and
     /// were journaled locally.
     ProgressUnwritable = 7,
+    /// `exec --shard`: the shard's listing found fewer objects or bytes in its range than the
+    /// plan put there, beyond [`crate::cli::shard_cmd::SHORTFALL_PERCENT`]; its record says
+    /// `incomplete`.
+    Incomplete = 8,
     /// Stopped by Ctrl-C (or SIGINT) after the objects in flight finished; run again to resume.
     Interrupted = 130,
 }
@@ -62,6 +66,10 @@ pub const TABLE: &[(u8, &str)] = &[
     (
         7,
         "exec --shard: the shard's progress location could not be written (still failing after --retry-timeout, or refused); the shard stopped promptly, what it verified is in the local journal, and the message names the location and the cause; fix access to it and run the same command again",
+    ),
+    (
+        8,
+        "exec --shard: the shard's listing found more than 1% fewer objects or bytes in its range than the plan put there (a listing that ended short, --src pointed at another corpus, or many objects deleted since planning); what was found is copied and verified, the record says incomplete with the numbers; check the source, or plan again",
     ),
     (
         130,

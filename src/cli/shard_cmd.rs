@@ -634,6 +634,29 @@ pub enum ShardState {
     Stale,
     Done,
     Failed,
+    Incomplete,
+}
+
+/// How far below the plan a shard's listing may fall (objects or bytes, in percent) and still be
+/// done: objects deleted at the source since planning are normal, and a few are this little. A
+/// listing that ends short, or a source that is another corpus, is far more.
+pub const SHORTFALL_PERCENT: u64 = 1;
+
+/// The shortfall message when `found` (objects, bytes) is below `planned` by more than
+/// [`SHORTFALL_PERCENT`] of either, else None.
+pub fn shortfall(found: (u64, u64), planned: (u64, u64)) -> Option<String> {
+    let short =
+        |f: u64, p: u64| u128::from(f) * 100 < u128::from(p) * u128::from(100 - SHORTFALL_PERCENT);
+    (short(found.0, planned.0) || short(found.1, planned.1)).then(|| {
+        format!(
+            "incomplete: the listing found {}/{} objects and {}/{} of this shard's range in the plan, more than {SHORTFALL_PERCENT}% short; \
+             objects deleted since planning account for a few, not this many: check that --src is the planned corpus and that its listing is whole, or plan again",
+            found.0,
+            planned.0,
+            fmt_bytes(found.1),
+            fmt_bytes(planned.1)
+        )
+    })
 }
 
 impl ShardState {
@@ -644,6 +667,7 @@ impl ShardState {
             ShardState::Stale => "stale",
             ShardState::Done => "done",
             ShardState::Failed => "failed",
+            ShardState::Incomplete => "incomplete",
         }
     }
 }
@@ -661,6 +685,7 @@ pub fn state_of(
     match s.state.as_str() {
         "done" => ShardState::Done,
         "failed" => ShardState::Failed,
+        "incomplete" => ShardState::Incomplete,
         _ => {
             let updated = chrono::DateTime::parse_from_rfc3339(&s.updated)
                 .map(|t| t.with_timezone(&chrono::Utc))
@@ -772,6 +797,7 @@ pub(super) fn status(
                             "stale": count(ShardState::Stale),
                             "done": count(ShardState::Done),
                             "failed": count(ShardState::Failed),
+                            "incomplete": count(ShardState::Incomplete),
                         },
                         "done": all_done,
                     },
@@ -836,7 +862,7 @@ pub(super) fn status(
     }
     println!("{t}");
     println!(
-        "total: {objects}/{} objects, {}/{}, {failed} failed; {} done, {} running, {} stale, {} failed, {} not started; {}/s; ETA {}",
+        "total: {objects}/{} objects, {}/{}, {failed} failed; {} done, {} running, {} stale, {} failed, {} incomplete, {} not started; {}/s; ETA {}",
         plan.corpus.objects,
         fmt_bytes(bytes),
         fmt_bytes(plan.corpus.bytes),
@@ -844,6 +870,7 @@ pub(super) fn status(
         count(ShardState::Running),
         count(ShardState::Stale),
         count(ShardState::Failed),
+        count(ShardState::Incomplete),
         count(ShardState::NotStarted),
         fmt_bytes(aggregate as u64),
         match eta {
@@ -873,6 +900,28 @@ pub(super) fn status(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_shortfall_within_the_tolerance_is_done_and_beyond_it_incomplete() {
+        use super::shortfall;
+        // A few objects deleted since planning: done.
+        assert_eq!(shortfall((990, 99_000), (1000, 100_000)), None);
+        assert_eq!(shortfall((1000, 100_000), (1000, 100_000)), None);
+        assert_eq!(
+            shortfall((1200, 120_000), (1000, 100_000)),
+            None,
+            "more is not short"
+        );
+        // A listing that stopped after its first page, or another corpus: incomplete.
+        let m = shortfall((1000, 50_000), (2063, 103_150)).unwrap();
+        assert!(
+            m.contains("1000/2063 objects") && m.contains("more than 1% short"),
+            "{m}"
+        );
+        assert!(shortfall((0, 0), (10, 1000)).is_some());
+        // The same objects, far fewer bytes (objects rewritten smaller?): still short.
+        assert!(shortfall((1000, 10), (1000, 100_000)).is_some());
+    }
+
     use super::*;
 
     fn rec(state: &str, updated: chrono::DateTime<chrono::Utc>) -> ShardStatus {

@@ -795,3 +795,60 @@ fn a_shard_whose_progress_location_cannot_be_written_stops_promptly() {
     let want: BTreeMap<String, Vec<u8>> = objects.into_iter().collect();
     assert!(got == want, "the destination differs from the source");
 }
+
+/// On the main of 2026-12-02 a shard whose listing found far less than the plan put in its range
+/// reported done: `exec PLAN --src` pointed at another corpus ended `done 0/10`, exit 0. Now it
+/// exits 8 and its record (and `status`) says incomplete with the numbers.
+#[test]
+fn a_shard_short_of_its_plan_is_incomplete() {
+    let Some(s) = servers() else { return };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let (planned, other) = (unique("short-planned"), unique("short-other"));
+    let r = remotes(&s);
+    let src = format!("garage:{}/{planned}", s.bucket_a);
+    let src_other = format!("garage:{}/{other}", s.bucket_a);
+    rt.block_on(seed(&Store::open(&src, &r).unwrap(), &corpus(40)));
+    rt.block_on(seed(
+        &Store::open(&src_other, &r).unwrap(),
+        &corpus(40)[..3],
+    ));
+    let dst = format!("garage2:{}/{}", s.bucket_c, unique("short-dst"));
+    let plan = plan(&conf, &work.path().join("plans"), &src, &dst, 1);
+    let state = work.path().join("state");
+    let o = exec(&conf, &plan, "0/1", &state)
+        .args(["--src", &src_other])
+        .output()
+        .unwrap();
+    expect(&o, 8);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("incomplete: the listing found 3/40 objects"),
+        "{err}"
+    );
+    let status = |json: bool| {
+        let mut c = moverctl();
+        c.arg("--config").arg(&conf).arg("status");
+        if json {
+            c.arg("--json");
+        }
+        c.arg(&plan).output().unwrap()
+    };
+    let o = status(true);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["shards"][0]["state"], "incomplete", "{v}");
+    assert_eq!(v["total"]["done"], false, "{v}");
+    assert_eq!(v["total"]["states"]["incomplete"], 1, "{v}");
+    super::json_schema::validate(&v, &super::json_schema::schemas()).unwrap();
+    let text = String::from_utf8_lossy(&status(false).stdout).to_string();
+    assert!(
+        text.contains("incomplete") && text.contains("3/40"),
+        "{text}"
+    );
+    // The planned source: done.
+    expect(&exec(&conf, &plan, "0/1", &state).output().unwrap(), 0);
+    let v: serde_json::Value = serde_json::from_slice(&status(true).stdout).unwrap();
+    assert_eq!(v["shards"][0]["state"], "done", "{v}");
+}
