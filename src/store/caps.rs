@@ -43,8 +43,111 @@ pub struct Capabilities {
     pub keeps_metadata: bool,
     /// Metadata can be given when a multipart upload starts (not through Azure's block API).
     pub metadata_on_multipart: bool,
+    /// Keys this store would rewrite or cannot hold (see [`KeyRules`]).
+    pub keys: KeyRules,
     /// Where each refinement came from, for `moverctl probe` and messages.
     pub notes: Vec<String>,
+}
+
+/// What a store does to the keys it is given, as data: a key it would store under another name
+/// (Azure turns `\` into `/`) would make every later listing miss it, so the next run copies it
+/// again and `sync --delete` deletes the rewritten copy; a key it cannot hold fails on write.
+/// Such keys are refused by name before any write ([`KeyRules::refusal`]), which also keeps that
+/// run from deleting anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRules {
+    /// Characters the store replaces, and with what (shown in the refusal).
+    pub rewritten_chars: &'static [(char, &'static str)],
+    /// Characters a key cannot end with (the store drops them).
+    pub dropped_at_end: &'static [char],
+    /// Characters the store refuses anywhere in a key.
+    pub refused_chars: &'static [char],
+    /// The longest key, in UTF-8 bytes (the whole key, prefix included).
+    pub max_key_bytes: usize,
+    /// The longest segment between '/', in bytes (file systems' NAME_MAX).
+    pub max_segment_bytes: usize,
+}
+
+impl KeyRules {
+    pub fn for_kind(kind: Kind) -> KeyRules {
+        match kind {
+            // Azure Blob: `\` is stored as `/` (seen on Azurite; the service documents URL path
+            // normalisation), trailing dots are trimmed, names are at most 1,024 characters.
+            Kind::Azure => KeyRules {
+                rewritten_chars: &[('\\', "/")],
+                dropped_at_end: &['.'],
+                refused_chars: &[],
+                max_key_bytes: 1024,
+                max_segment_bytes: usize::MAX,
+            },
+            // S3: keys are at most 1,024 bytes of UTF-8.
+            Kind::S3 => KeyRules {
+                rewritten_chars: &[],
+                dropped_at_end: &[],
+                refused_chars: &[],
+                max_key_bytes: 1024,
+                max_segment_bytes: usize::MAX,
+            },
+            // GCS: at most 1,024 bytes; carriage return and line feed are not allowed.
+            Kind::Gcs => KeyRules {
+                rewritten_chars: &[],
+                dropped_at_end: &[],
+                refused_chars: &['\r', '\n'],
+                max_key_bytes: 1024,
+                max_segment_bytes: usize::MAX,
+            },
+            // Local folders: a file or folder name is at most 255 bytes (NAME_MAX), a path 4,096.
+            Kind::Local => KeyRules {
+                rewritten_chars: &[],
+                dropped_at_end: &[],
+                refused_chars: &['\0'],
+                max_key_bytes: 4096,
+                max_segment_bytes: 255,
+            },
+            Kind::Memory => KeyRules {
+                rewritten_chars: &[],
+                dropped_at_end: &[],
+                refused_chars: &[],
+                max_key_bytes: usize::MAX,
+                max_segment_bytes: usize::MAX,
+            },
+        }
+    }
+
+    /// Why `key` (the whole destination key, prefix included) cannot be written as it is, or
+    /// None when it can.
+    pub fn refusal(&self, key: &str) -> Option<String> {
+        if let Some((c, to)) = self.rewritten_chars.iter().find(|(c, _)| key.contains(*c)) {
+            return Some(format!(
+                "the destination would store this key with {c:?} turned into {to:?}, under another name: every later run would copy it again and sync --delete would delete the copy; rename it at the source"
+            ));
+        }
+        if let Some(c) = self.dropped_at_end.iter().find(|c| key.ends_with(**c)) {
+            return Some(format!(
+                "the destination drops a trailing {c:?} from keys, so it would store this one under another name; rename it at the source"
+            ));
+        }
+        if let Some(c) = self.refused_chars.iter().find(|c| key.contains(**c)) {
+            return Some(format!(
+                "the destination cannot hold a key containing {c:?}"
+            ));
+        }
+        if key.len() > self.max_key_bytes {
+            return Some(format!(
+                "the key is {} bytes, longer than the destination's limit of {} bytes",
+                key.len(),
+                self.max_key_bytes
+            ));
+        }
+        if let Some(seg) = key.split('/').find(|s| s.len() > self.max_segment_bytes) {
+            return Some(format!(
+                "a name in the key is {} bytes, longer than the destination's limit of {} bytes",
+                seg.len(),
+                self.max_segment_bytes
+            ));
+        }
+        None
+    }
 }
 
 impl Capabilities {
@@ -63,6 +166,7 @@ impl Capabilities {
             checks_crc64nvme: false,
             keeps_metadata: kind != Kind::Local,
             metadata_on_multipart: kind != Kind::Azure,
+            keys: KeyRules::for_kind(kind),
             notes: Vec::new(),
         }
     }
@@ -130,6 +234,20 @@ impl Capabilities {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_a_destination_would_rewrite_or_cannot_hold_are_refused_by_name() {
+        let az = KeyRules::for_kind(Kind::Azure);
+        assert!(az.refusal("p/back\\slash").unwrap().contains("'\\\\'"));
+        assert!(az.refusal("p/dot.").is_some());
+        assert!(az.refusal(&"k".repeat(1025)).is_some());
+        assert_eq!(az.refusal("p/ok.txt"), None);
+        assert_eq!(KeyRules::for_kind(Kind::S3).refusal("back\\slash"), None);
+        assert!(KeyRules::for_kind(Kind::Gcs).refusal("a\nb").is_some());
+        let local = KeyRules::for_kind(Kind::Local);
+        assert!(local.refusal(&format!("d/{}", "n".repeat(256))).is_some());
+        assert_eq!(local.refusal(&format!("d/{}", "n".repeat(255))), None);
+    }
 
     #[test]
     fn facts_only_take_capabilities_away() {

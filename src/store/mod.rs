@@ -651,6 +651,12 @@ impl Store {
         object_store::path::Path::parse(format!("{}{}", self.prefix, key))
     }
 
+    /// A key relative to this location as the store names it (the location's prefix, then the
+    /// key), for [`caps::KeyRules::refusal`].
+    pub fn full_key(&self, key: &str) -> String {
+        format!("{}{}", self.prefix, key)
+    }
+
     pub fn shown(&self) -> String {
         self.location.shown()
     }

@@ -539,6 +539,24 @@ impl Run {
                 continue;
             }
             report.src_objects += 1;
+            if let Some(reason) = ctx
+                .dst
+                .caps
+                .keys
+                .refusal(&ctx.dst.full_key(&action.src.key))
+            {
+                // Before any write: a key the destination would rename or cannot hold.
+                on_event(&Event::Refused {
+                    key: action.src.key.clone(),
+                    reason: reason.clone(),
+                });
+                report.refused.push(Failure {
+                    key: action.src.key,
+                    error: reason,
+                    kind: None,
+                });
+                continue;
+            }
             let decision = match action.decision.clone() {
                 // --size-only: the sizes are equal (else the decision says so); nothing more.
                 Decision::Check

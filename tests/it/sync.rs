@@ -981,3 +981,62 @@ async fn a_destination_changed_behind_moverctls_back_is_copied_again() {
         assert_eq!(summary(&o)["copied"]["objects"], 0, "{dst_loc}");
     }
 }
+
+/// On the main of 2026-12-02 `back\slash` synced into Azure (stored as `back/slash`) exited 0
+/// every run; runs 2 and 4 copied it again and deleted the copy they had just written. Now a key
+/// the destination would rewrite is refused by name before any write (exit 3, nothing deleted),
+/// on every run; into S3, which keeps such keys, the same set is copied once and then unchanged.
+#[tokio::test]
+async fn keys_a_destination_would_rewrite_are_refused_and_repeated_syncs_are_idempotent() {
+    let Some(s) = servers() else { return };
+    let env = Env::new(Some(&s), "");
+    let r = env.remotes();
+    let src_dir = tempfile::tempdir().unwrap();
+    for name in ["back\\slash", "plain", "dot."] {
+        std::fs::write(src_dir.path().join(name), name).unwrap();
+    }
+    let src_loc = src_dir.path().display().to_string();
+    let p = unique("odd-keys");
+    let az = format!("azurite:{}/{p}", s.az_container);
+    let az_store = Store::open(&az, &r).unwrap();
+    for run in 1..=4 {
+        let o = env.sync(&[&src_loc, &az, "--delete", "--max-delete", "100%", "--json"]);
+        expect(&o, 3);
+        let v = summary(&o);
+        let refused: Vec<&str> = v["refused"]["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(refused, ["back\\slash", "dot."], "run {run}: {v}");
+        assert_eq!(v["delete"]["deleted"]["objects"], 0, "run {run}: {v}");
+        assert_eq!(keys(&az_store).await, ["plain"], "run {run}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("turned into"), "{err}");
+    }
+    let s3 = format!("garage:{}/{p}", s.bucket_a);
+    let s3_store = Store::open(&s3, &r).unwrap();
+    for run in 1..=3 {
+        let o = env.sync(&[&src_loc, &s3, "--delete", "--max-delete", "100%", "--json"]);
+        expect(&o, 0);
+        let v = summary(&o);
+        assert_eq!(
+            v["copied"]["objects"],
+            if run == 1 { 3 } else { 0 },
+            "run {run}: {v}"
+        );
+        assert_eq!(v["delete"]["deleted"]["objects"], 0, "run {run}: {v}");
+        assert_eq!(
+            keys(&s3_store).await,
+            ["back\\slash", "dot.", "plain"],
+            "run {run}"
+        );
+    }
+    // S3 -> Azure: the same refusal from a cloud source.
+    for _ in 1..=3 {
+        let o = env.sync(&[&s3, &az, "--delete", "--max-delete", "100%", "--json"]);
+        expect(&o, 3);
+        assert_eq!(keys(&az_store).await, ["plain"]);
+    }
+}
