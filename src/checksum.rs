@@ -131,9 +131,50 @@ pub fn etag_norm(etag: &str) -> String {
         .to_ascii_lowercase()
 }
 
+/// Whether an ETag recorded earlier (a journal's) names the same version as one listed now:
+/// equal once normalised, or a local file's ETag of three fields (inode-mtime-size, as journals
+/// written before the change time was added hold them) that the listed four-field one starts
+/// with. Anything else, an S3 multipart `md5-N` among them, must be equal.
+pub fn same_etag(recorded: Option<&str>, listed: Option<&str>) -> bool {
+    match (recorded, listed) {
+        (None, None) => true,
+        (Some(r), Some(l)) => {
+            let (r, l) = (etag_norm(r), etag_norm(l));
+            if r == l {
+                return true;
+            }
+            let hex = |f: &str| !f.is_empty() && f.bytes().all(|b| b.is_ascii_hexdigit());
+            let rf: Vec<&str> = r.split('-').collect();
+            let lf: Vec<&str> = l.split('-').collect();
+            rf.len() == 3
+                && lf.len() == 4
+                && rf.iter().chain(&lf).all(|f| hex(f))
+                && lf[..3] == rf[..]
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_journaled_local_etag_without_ctime_is_the_same_version() {
+        assert!(same_etag(Some("\"1a-2b-3c\""), Some("\"1a-2b-3c-4d\"")));
+        assert!(same_etag(Some("1a-2b-3c-4d"), Some("\"1a-2b-3c-4d\"")));
+        // a rewrite moves the ctime: a different version once the journal holds it
+        assert!(!same_etag(Some("1a-2b-3c-4d"), Some("1a-2b-3c-4e")));
+        // the other three fields still count
+        assert!(!same_etag(Some("1a-2b-3d"), Some("1a-2b-3c-4d")));
+        // an S3 multipart ETag is never taken as a prefix
+        assert!(!same_etag(
+            Some("d41d8cd98f00b204e9800998ecf8427e-2"),
+            Some("d41d8cd98f00b204e9800998ecf8427e-2-1")
+        ));
+        assert!(!same_etag(None, Some("1a-2b-3c-4d")));
+        assert!(same_etag(None, None));
+    }
 
     #[test]
     fn crc_combines_across_parts() {

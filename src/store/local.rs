@@ -197,20 +197,29 @@ fn read_folder(
     Ok(out)
 }
 
-/// The ETag object_store's local store gives a file (inode, mtime in microseconds, size), so
-/// listings and writes agree on what a local object's ETag is.
+/// A local file's ETag: inode, mtime in microseconds and size (object_store's local store uses
+/// the same three), then the inode's change time in nanoseconds. The change time catches what
+/// the other three miss: a file rewritten in place with its mtime put back (`touch -r`, `cp -p`,
+/// `rsync -t` in place) keeps inode, size and mtime, but the kernel moves its ctime on every
+/// write, and no user call can set it back. Journals written before the ctime was added hold
+/// three fields; [`crate::checksum::same_etag`] takes those as the same version when the three
+/// agree, so an upgrade copies nothing again.
 pub fn local_etag(meta: &std::fs::Metadata) -> String {
     #[cfg(unix)]
-    let inode = std::os::unix::fs::MetadataExt::ino(meta);
+    let (inode, ctime) = {
+        use std::os::unix::fs::MetadataExt;
+        let ns = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
+        (meta.ino(), u128::try_from(ns).unwrap_or_default())
+    };
     #[cfg(not(unix))]
-    let inode = 0u64;
+    let (inode, ctime) = (0u64, 0u128);
     let mtime = meta
         .modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .unwrap_or_default()
         .as_micros();
-    format!("\"{inode:x}-{mtime:x}-{:x}\"", meta.len())
+    format!("\"{inode:x}-{mtime:x}-{:x}-{ctime:x}\"", meta.len())
 }
 
 /// The objects under a folder, in key order (temporary files left out).

@@ -221,6 +221,12 @@ pub(super) async fn check_source(
     crc64: u64,
     ordered: Option<&claims::Ordered>,
 ) -> Result<ReadCheck, CopyError> {
+    // A local file must still be the version listed once all its bytes are read: a rewrite
+    // during the read (even one that puts the mtime back) moves its ctime, and a copy stitched
+    // from two versions is never written.
+    if let Some(root) = &ctx.src.local_root {
+        local_still_listed(root.join(&src.key), src).await?;
+    }
     // An encrypted S3 object's ETag proves nothing: one HEAD with checksum mode looks for the
     // CRC the store keeps for it (S3 stores one for every upload since December 2024).
     let looked;
@@ -335,6 +341,26 @@ impl Block {
         buf.len = got;
         Ok(buf)
     }
+}
+
+/// The local file at `path` still has the ETag (inode, mtime, size, ctime) it was listed with.
+async fn local_still_listed(path: std::path::PathBuf, src: &Entry) -> Result<(), CopyError> {
+    let Some(listed) = src.e_tag.clone() else {
+        return Ok(());
+    };
+    let shown = path.display().to_string();
+    let meta = tokio::task::spawn_blocking(move || std::fs::metadata(path))
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|r| r)
+        .map_err(|e| CopyError::Io {
+            path: shown,
+            source: e,
+        })?;
+    if crate::store::local::local_etag(&meta) != listed {
+        return Err(CopyError::SourceChanged);
+    }
+    Ok(())
 }
 
 /// Opens a local file on the blocking pool.
@@ -1323,7 +1349,7 @@ pub(super) async fn resume_or_start(
                     .iter()
                     .all(|p| p.content_id.starts_with('<') == checksum_parts);
             if r.size == src.size
-                && r.src_etag == src.e_tag
+                && checksum::same_etag(r.src_etag.as_deref(), src.e_tag.as_deref())
                 && r.part_size == Some(part_size)
                 && same_way
             {

@@ -170,8 +170,9 @@ pub enum DiffError {
 /// The reason for re-copying an object another writer changed at the destination (row 3b).
 pub const CHANGED_AT_DESTINATION: &str = "changed at destination";
 
-fn norm(e: &Option<String>) -> Option<String> {
-    e.as_deref().map(crate::checksum::etag_norm)
+/// The journal's ETag and the listed one name the same version ([`crate::checksum::same_etag`]).
+fn same(recorded: &Option<String>, listed: &Option<String>) -> bool {
+    crate::checksum::same_etag(recorded.as_deref(), listed.as_deref())
 }
 
 /// A plain (single-part) MD5 ETag: 32 hex digits or base64, never a multipart `…-N`.
@@ -225,17 +226,17 @@ pub fn decide(
     if let Some(r) = journal
         && r.state == State::Verified
         && r.size == src.size
-        && norm(&r.src_etag) == norm(&src.e_tag)
-        && norm(&r.dst_etag) == norm(&dst.e_tag)
+        && same(&r.src_etag, &src.e_tag)
+        && same(&r.dst_etag, &dst.e_tag)
     {
         return Decision::Skip("verified earlier");
     }
     if let Some(r) = journal
         && r.state == State::Verified
         && r.size == src.size
-        && norm(&r.src_etag) == norm(&src.e_tag)
+        && same(&r.src_etag, &src.e_tag)
         && r.dst_etag.is_some()
-        && norm(&r.dst_etag) != norm(&dst.e_tag)
+        && !same(&r.dst_etag, &dst.e_tag)
     {
         // The source is the version moverctl verified a copy of, but the destination's ETag is
         // not the one that copy got: something else wrote it since. Its moverctl metadata may

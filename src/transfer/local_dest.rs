@@ -648,7 +648,10 @@ async fn resumable_partial(
             j.lock().expect("journal lock").forget(&src.key)?;
             return fresh_partial(ctx, src, dest, part, n).await;
         }
-        if r.size == src.size && r.src_etag == src.e_tag && r.part_size == Some(part) {
+        if r.size == src.size
+            && checksum::same_etag(r.src_etag.as_deref(), src.e_tag.as_deref())
+            && r.part_size == Some(part)
+        {
             let (t, size) = (tmp.clone(), src.size);
             let opened = blocking(move || {
                 Ok(std::fs::OpenOptions::new()
@@ -1212,6 +1215,9 @@ fn finish_file(
             .and_then(|d| d.sync_all())
             .map_err(write_err(dir))?;
     }
+    // The ETag as the destination's listing will show it: the rename moves the inode's ctime on
+    // most file systems, so the file is looked at again under its final name.
+    let meta = std::fs::metadata(dest).map_err(&err)?;
     Ok((crate::store::local::local_etag(&meta), write_side))
 }
 

@@ -757,3 +757,108 @@ async fn a_source_that_keeps_a_crc64_is_staged_without_an_md5_pass() {
         );
     }
 }
+
+/// Writes `byte` at `at` into the file in place (same inode, same size) and puts its
+/// modification time back, as `touch -r` after an in-place edit would: only the ctime shows it.
+fn rewrite_keeping_mtime(path: &Path, at: u64, byte: u8) {
+    use std::os::unix::fs::FileExt;
+    let before = std::fs::metadata(path).unwrap().modified().unwrap();
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.write_all_at(&[byte], at).unwrap();
+    f.set_modified(before).unwrap();
+    f.sync_all().unwrap();
+    assert_eq!(std::fs::metadata(path).unwrap().modified().unwrap(), before);
+}
+
+/// A local file rewritten in place with its mtime restored: during a copy (to S3 and to a
+/// folder) the copy fails as changed and the rerun writes the new bytes; after a verified copy,
+/// the next run copies it again instead of skipping it as verified earlier (the ctime is part of
+/// a local file's ETag, in the listing and the journal).
+#[test]
+fn a_file_rewritten_in_place_with_its_mtime_restored_is_copied_again() {
+    let Some(s) = servers() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let src = work.path().join("src");
+    let size = 12 * MIB;
+    write_files(&src, &[("ckpt.bin", size), ("small.json", 4096)]);
+    let file = src.join("ckpt.bin");
+    let bucket = format!("garage:{}/{}", s.bucket_a, unique("ctime"));
+    let folder = work.path().join("dst");
+    let store = moverctl::store::Store::open(&bucket, &remotes(&s)).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let remote_bytes = |key: &str| -> Vec<u8> {
+        let p = store.path_of(key).unwrap();
+        rt.block_on(async { store.inner.get(&p).await.unwrap().bytes().await.unwrap() })
+            .to_vec()
+    };
+    let copy = |to: &dyn AsRef<std::ffi::OsStr>, extra: &[&str]| {
+        let mut c = moverctl();
+        c.arg("--config")
+            .arg(&conf)
+            .arg("copy")
+            .arg(&src)
+            .arg(to)
+            .args(["--part-size", "5MiB", "--multipart-threshold", "5MiB"])
+            .args(extra);
+        c
+    };
+    let mut flip = 0u8;
+    for (i, to) in [bucket.clone(), folder.display().to_string()]
+        .iter()
+        .enumerate()
+    {
+        // 1. During the copy: 12 MiB at 1 MiB/s takes 12 s; the rewrite lands at 4 s.
+        let child = copy(to, &["--bwlimit", "1MiB/s"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(4));
+        flip += 1;
+        rewrite_keeping_mtime(&file, size - 100, flip);
+        let out = child.wait_with_output().unwrap();
+        expect(&out, 3);
+        assert!(
+            text(&out).contains("changed while it was copied"),
+            "{to}: {}",
+            text(&out)
+        );
+        let out = copy(to, &[]).output().unwrap();
+        expect(&out, 0);
+        let want = std::fs::read(&file).unwrap();
+        let got = if i == 0 {
+            remote_bytes("ckpt.bin")
+        } else {
+            std::fs::read(folder.join("ckpt.bin")).unwrap()
+        };
+        assert!(got == want, "{to}: the rerun must write the new bytes");
+
+        // 2. After a verified copy: the next run copies it again.
+        flip += 1;
+        rewrite_keeping_mtime(&file, 7, flip);
+        let out = copy(to, &[]).output().unwrap();
+        expect(&out, 0);
+        let want = std::fs::read(&file).unwrap();
+        let got = if i == 0 {
+            remote_bytes("ckpt.bin")
+        } else {
+            std::fs::read(folder.join("ckpt.bin")).unwrap()
+        };
+        assert!(
+            got == want,
+            "{to}: a rewrite after the copy is copied again"
+        );
+        // and a run with nothing changed copies nothing
+        let out = copy(to, &["--json"]).output().unwrap();
+        expect(&out, 0);
+        let last = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap()
+            .to_string();
+        let v: serde_json::Value = serde_json::from_str(&last).unwrap();
+        assert_eq!(v["copied"]["objects"], 0, "{to}: {}", text(&out));
+    }
+}
