@@ -39,6 +39,15 @@ pub struct EngineArgs {
     /// CopyObject / UploadPartCopy: no bytes through here, and --bwlimit does not apply to them).
     #[arg(long)]
     pub no_server_side: bool,
+    /// Set a content header (content-type, content-encoding, content-language,
+    /// content-disposition, cache-control) or a user metadata key on every object written,
+    /// over the source's: KEY=VALUE, repeatable.
+    #[arg(long = "metadata-set", value_name = "KEY=VALUE")]
+    pub metadata_set: Vec<String>,
+    /// Do not copy the source's user metadata (content headers and moverctl's own keys are
+    /// still written).
+    #[arg(long)]
+    pub no_metadata: bool,
     /// Upload a large single-part source in parts even where one streamed PUT carrying its MD5
     /// would do (by default an object of up to 4 parts' size whose source states its MD5 goes in
     /// one PUT when the destination checks Content-MD5: one request, no MD5 computed here).
@@ -201,6 +210,17 @@ fn globs(flag: &str, pats: &[String]) -> Result<Option<globset::GlobSet>, CliErr
 }
 
 /// --min-size, --max-size, --max-age, --min-age and --files-from.
+fn metadata_policy(e: &EngineArgs) -> Result<crate::transfer::fidelity::MetadataPolicy, CliError> {
+    let mut set = Vec::new();
+    for kv in &e.metadata_set {
+        set.push(crate::transfer::fidelity::MetadataPolicy::parse_set(kv).map_err(usage)?);
+    }
+    Ok(crate::transfer::fidelity::MetadataPolicy {
+        no_user: e.no_metadata,
+        set,
+    })
+}
+
 fn selection(e: &EngineArgs) -> Result<crate::transfer::filter::Selection, CliError> {
     use crate::transfer::filter::{FilesFrom, Selection, parse_age};
     let size = |flag: &str, v: &Option<String>| {
@@ -398,6 +418,7 @@ pub(super) fn resolve(
             size_ahead,
             server_side: !e.no_server_side,
             stream_single_put: !e.no_streamed_put,
+            metadata: metadata_policy(e)?,
         },
         limits,
         journal_path,

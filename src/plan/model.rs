@@ -9,7 +9,9 @@
 //! - `source_requests`: LIST pages of 1,000 keys + one GET per object (as `exec` reads by default;
 //!   one ranged GET per part of a multipart upload with `--ranged-reads`) + one HEAD of part 1 per
 //!   object above the multipart threshold at an S3-API source (such an object is assumed to have
-//!   been written in parts, so `exec` reads its part size to recompute the multipart ETag).
+//!   been written in parts, so `exec` reads its part size to recompute the multipart ETag), and
+//!   one HEAD per smaller object copied on the server (a CopyObject that replaces the metadata
+//!   must know the source's content headers and user metadata).
 //! - `retrieval`: per-GB and per-request fees of the source class (per object class from an inventory).
 //! - `destination_requests`: LIST pages (the executor diffs against the destination) + one PUT, or
 //!   create + parts + complete, + one verifying HEAD per multipart object on GCS and Azure (their
@@ -786,6 +788,10 @@ fn count_requests(
                 continue;
             }
             if s3_source && size > a.part_rule.threshold {
+                c.source_head += n;
+            } else if path == CopyPath::ServerSide {
+                // A single CopyObject replaces the metadata (to add moverctl's keys), so one
+                // HEAD first learns the source's content headers and user metadata.
                 c.source_head += n;
             }
             if path == CopyPath::FromUrl {

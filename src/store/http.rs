@@ -38,6 +38,13 @@ const DIGEST_HEADERS: &[&str] = &[
     "x-amz-mp-parts-count",
     "x-amz-server-side-encryption",
     "x-amz-server-side-encryption-customer-algorithm",
+    // What an object carries besides its bytes (transfer::fidelity).
+    "content-type",
+    "content-encoding",
+    "content-language",
+    "content-disposition",
+    "cache-control",
+    "x-amz-tagging-count",
 ];
 
 /// Digest headers of one response, by lower-case name.
@@ -52,7 +59,7 @@ impl DigestHeaders {
             .map(|(_, v)| v.as_str())
     }
 
-    /// The digest headers of a response, and moverctl's own metadata headers.
+    /// The digest headers of a response, its content headers and its user metadata headers.
     pub fn of(headers: &http::HeaderMap) -> DigestHeaders {
         DigestHeaders(
             headers
@@ -60,8 +67,9 @@ impl DigestHeaders {
                 .filter(|(k, _)| {
                     let k = k.as_str();
                     DIGEST_HEADERS.contains(&k)
-                        || k.starts_with("x-amz-meta-moverctl_")
-                        || k.starts_with("x-ms-meta-moverctl_")
+                        || k.starts_with("x-amz-meta-")
+                        || k.starts_with("x-ms-meta-")
+                        || k.starts_with("x-goog-meta-")
                 })
                 .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
                 .collect(),

@@ -41,6 +41,9 @@ pub struct Claims {
     /// A CRC64/NVME the source store computed and stored.
     pub crc64_stored: Option<u64>,
     pub crc32c: Option<u32>,
+    /// The content headers and user metadata an answer showed (not a claim about the bytes:
+    /// [`Claims::is_empty`] ignores it).
+    pub meta: Option<super::fidelity::ObjectMeta>,
 }
 
 impl Claims {
@@ -68,7 +71,10 @@ impl Claims {
     }
 
     pub fn is_empty(&self) -> bool {
-        *self == Claims::default()
+        Claims {
+            meta: None,
+            ..self.clone()
+        } == Claims::default()
     }
 
     /// The object's ETag is no digest of its bytes (an answer showed SSE-KMS or SSE-C): the

@@ -12,6 +12,7 @@
 //! A mismatch is an error: the object is retried by the engine, never recorded as done.
 
 use super::claims::{self, Claims, InOrder};
+use super::fidelity::ObjectMeta;
 use super::verification::{ReadCheck, Verification, WriteCheck};
 use super::{CopyOptions, Counters, Verify};
 use crate::catalog::parts::{Upload, part_plan};
@@ -175,6 +176,7 @@ pub(super) fn read_range(
     }
     let etag = src.e_tag.clone();
     let whole = range.start == 0 && range.end == src.size;
+    let azure_src = ctx.src.azure.is_some();
     stream::once(async move {
         let mut o = GetOptions::default();
         if !whole {
@@ -189,6 +191,11 @@ pub(super) fn read_range(
             .map_err(store_err("reading the source"))?;
         if let Some(seen) = seen {
             let mut c = seen.lock().expect("claims lock");
+            c.meta = Some(ObjectMeta::of_attributes(
+                &r.attributes,
+                r.extensions.get::<DigestHeaders>(),
+                azure_src,
+            ));
             if let Some(v) = r.attributes.get(&Attribute::Metadata(META_CRC64.into())) {
                 c.add_meta_crc64(v);
             }
@@ -609,6 +616,7 @@ pub(super) async fn discover_for(
         // with a CRC64 checksum, and by default since December 2024) or moverctl's own proves the
         // bytes without the MD5 pass a multipart ETag needs; part 1 is asked only without one.
         c.add_headers(&h, false);
+        c.meta = Some(ObjectMeta::of_headers(&h));
         if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
             c.add_meta_crc64(v);
         }
@@ -620,6 +628,7 @@ pub(super) async fn discover_for(
         // One HEAD of part 1: its length is the source's part size, so the multipart ETag can
         // be recomputed; moverctl's metadata comes with it.
         if let Some(h) = raw_head(ctx, s3, src, Some(1)).await? {
+            c.meta.get_or_insert_with(|| ObjectMeta::of_headers(&h));
             if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
                 c.add_meta_crc64(v);
             }
@@ -642,6 +651,7 @@ pub(super) async fn discover_for(
             match raw_head(ctx, s3, src, None).await {
                 Ok(Some(h)) => {
                     c.add_headers(&h, false);
+                    c.meta = Some(ObjectMeta::of_headers(&h));
                     if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
                         c.add_meta_crc64(v);
                     }
@@ -670,6 +680,11 @@ pub(super) async fn discover_for(
                 .await;
             match r {
                 Ok(r) => {
+                    c.meta = Some(ObjectMeta::of_attributes(
+                        &r.attributes,
+                        r.extensions.get::<DigestHeaders>(),
+                        ctx.src.azure.is_some(),
+                    ));
                     if let Some(v) = r.attributes.get(&Attribute::Metadata(META_CRC64.into())) {
                         c.add_meta_crc64(v);
                     }
@@ -881,11 +896,27 @@ async fn raw_head_at(
     }
 }
 
-pub(super) fn metadata(ctx: &Ctx, src: &Entry, crc: Option<u64>) -> Attributes {
+/// What a copy writes besides its bytes: the source's content headers and user metadata
+/// (`meta`, from an answer the copy already had; a local file's type from its name), the
+/// `--metadata-set` / `--no-metadata` policy, then moverctl's own keys and storage class.
+pub(super) fn metadata(
+    ctx: &Ctx,
+    src: &Entry,
+    crc: Option<u64>,
+    meta: Option<&ObjectMeta>,
+) -> Attributes {
     let mut a = Attributes::new();
     if !ctx.dst.caps.keeps_metadata {
         return a;
     }
+    let local = ctx.src.local_root.is_some().then_some(src.key.as_str());
+    super::fidelity::write_attributes(
+        &ctx.opts.metadata,
+        meta,
+        local,
+        ctx.dst.azure.is_some(),
+        &mut a,
+    );
     if let Some(c) = crc {
         a.insert(
             Attribute::Metadata(META_CRC64.into()),
@@ -1019,7 +1050,7 @@ async fn copy_single(ctx: &Ctx, src: &Entry, known: Option<Claims>) -> Result<Ou
     })?;
     ctx.limits.take_bytes(d.bytes).await;
     let opts = PutOptions {
-        attributes: metadata(ctx, src, Some(d.crc64)),
+        attributes: metadata(ctx, src, Some(d.crc64), claims.meta.as_ref()),
         ..Default::default()
     };
     // The checksum-only path sends the CRC64 computed as the bytes were read (see crc_url).
@@ -1326,7 +1357,7 @@ pub(super) async fn resume_or_start(
     path: &object_store::path::Path,
     src: &Entry,
     (part_size, parts): (u64, u64),
-    crc: Option<u64>,
+    (crc, meta): (Option<u64>, Option<&ObjectMeta>),
     checksum_parts: bool,
 ) -> Result<(String, Vec<Option<PartRecord>>), CopyError> {
     // Resume an upload the journal knows, if it is for this exact source version and part size.
@@ -1377,7 +1408,7 @@ pub(super) async fn resume_or_start(
         None => {
             ctx.counters.put.fetch_add(1, Relaxed);
             let attrs = if ctx.dst.caps.metadata_on_multipart {
-                metadata(ctx, src, crc)
+                metadata(ctx, src, crc, meta)
             } else {
                 Attributes::new()
             };
@@ -1641,13 +1672,62 @@ async fn copy_multipart(
     // Part MD5s are needed for Content-MD5 and the multipart ETag, and on the checksum-only
     // path only to recompute a same-layout source's multipart ETag (its only proof).
     let part_md5 = crc_w.is_none() || same_layout.is_some();
+    let need_whole_md5 = claims.needs_in_order();
+    // Parts come from one GET of the whole object, split as it streams (one request per object,
+    // like a plain download), or, when reads would stall longer than a connection tolerates
+    // (a --bwlimit far below the part size per 20 s), from one ranged GET each.
+    // A local file is read part by part with positional reads (no request to pay for), each
+    // part hashed on its read thread while the bytes are in that core's cache.
+    let sequential = ctx.sequential_reads && ctx.src.local_root.is_none();
+    // Where no HEAD showed the source's content headers and metadata, the first part is read
+    // before the upload is created (S3 and GCS take them when it starts): its GET shows them,
+    // and no request is added.
+    let learn =
+        claims.meta.is_none() && ctx.src.local_root.is_none() && ctx.dst.caps.keeps_metadata;
+    let seen: Seen = Arc::new(Mutex::new(Claims::default()));
+    let reader = Arc::new(tokio::sync::Mutex::new(sequential.then(|| {
+        Splitter::new(
+            read_range(ctx, src, 0..src.size, learn.then(|| seen.clone())),
+            need_whole_md5.then(|| InOrder::new(&claims)),
+            part_md5,
+        )
+    })));
+    let permit_for = |range: &Range<u64>| {
+        let mib = range
+            .end
+            .saturating_sub(range.start)
+            .div_ceil(1 << 20)
+            .clamp(1, u64::from(ctx.buffer_mib)) as u32;
+        ctx.buffers.clone().acquire_many_owned(mib)
+    };
+    let first = match ranges.first() {
+        Some(range) if learn => {
+            let permit = permit_for(range).await.expect("buffer semaphore open");
+            let got = match reader.lock().await.as_mut() {
+                Some(sp) => {
+                    sp.next_part(ctx, range.end - range.start, range.end == src.size)
+                        .await
+                }
+                None => Some(fetch(ctx, src, range.clone(), part_md5, Some(seen.clone())).await),
+            };
+            if let Some(Err(e)) = got {
+                return Err(e);
+            }
+            Some((permit, got))
+        }
+        _ => None,
+    };
+    let meta = claims
+        .meta
+        .clone()
+        .or_else(|| seen.lock().expect("claims lock").meta.clone());
     let (id, done) = resume_or_start(
         ctx,
         &mp,
         &path,
         src,
         (part_size, parts),
-        None,
+        (None, meta.as_ref()),
         crc_w.is_some(),
     )
     .await?;
@@ -1662,39 +1742,28 @@ async fn copy_multipart(
     // whole-object MD5 can be checked against the source when it offers one.
     // Parts journaled by an earlier attempt are read again and compared with what was journaled
     // before they are reused: a part that was read corrupt is uploaded again, never stitched in.
-    let need_whole_md5 = claims.needs_in_order();
     // Azure answers each Put Block with the MD5 of the block it received.
     let block_md5 = ctx.dst.caps.answers_block_md5;
     // GCS keeps only a CRC32C for an object assembled from parts: it is compared after.
     let want_crc32c = ctx.dst.caps.keeps_crc32c;
     let blocks_unchecked = &std::sync::atomic::AtomicBool::new(false);
     let blocks_by_crc = &std::sync::atomic::AtomicBool::new(false);
-    // Parts come from one GET of the whole object, split as it streams (one request per object,
-    // like a plain download), or, when reads would stall longer than a connection tolerates
-    // (a --bwlimit far below the part size per 20 s), from one ranged GET each.
-    // A local file is read part by part with positional reads (no request to pay for), each
-    // part hashed on its read thread while the bytes are in that core's cache.
-    let sequential = ctx.sequential_reads && ctx.src.local_root.is_none();
-    let reader = Arc::new(tokio::sync::Mutex::new(sequential.then(|| {
-        Splitter::new(
-            read_range(ctx, src, 0..src.size, None),
-            need_whole_md5.then(|| InOrder::new(&claims)),
-            part_md5,
-        )
-    })));
+    let first = Arc::new(Mutex::new(first));
     let reads = stream::iter(ranges.iter().cloned().enumerate())
         .then(|(idx, range)| {
             let reader = reader.clone();
+            let pre = if idx == 0 {
+                first.lock().expect("first part lock").take()
+            } else {
+                None
+            };
+            let permit = (pre.is_none()).then(|| permit_for(&range));
             async move {
-                let mib = range
-                    .end
-                    .saturating_sub(range.start)
-                    .div_ceil(1 << 20)
-                    .clamp(1, u64::from(ctx.buffer_mib)) as u32;
-                let permit = ctx
-                    .buffers
-                    .clone()
-                    .acquire_many_owned(mib)
+                if let Some((permit, got)) = pre {
+                    return (idx, range, permit, got);
+                }
+                let permit = permit
+                    .expect("set when not read ahead")
                     .await
                     .expect("buffer semaphore open");
                 let got = match reader.lock().await.as_mut() {
@@ -1806,6 +1875,7 @@ async fn copy_multipart(
         (crc, acc.crc32c),
         blocks_checked,
         crc_w,
+        meta.as_ref(),
     )
     .await?;
     Ok(Outcome {
@@ -1841,6 +1911,7 @@ async fn complete_and_verify(
     (crc, crc32c): (u64, Option<u32>),
     blocks_checked: Option<WriteCheck>,
     crc_w: Option<&crate::store::CrcWriter>,
+    meta: Option<&ObjectMeta>,
 ) -> Result<(object_store::PutResult, WriteCheck), CopyError> {
     let cap = Capture::default();
     // Azure: object_store's block-list commit cannot carry metadata, so the blocks are committed
@@ -1849,7 +1920,7 @@ async fn complete_and_verify(
     let with_metadata = match &ctx.dst.azure {
         Some(az) if !ctx.dst.caps.metadata_on_multipart => {
             let ids: Vec<&str> = part_ids.iter().map(|p| p.content_id.as_str()).collect();
-            let attrs = metadata(ctx, src, Some(crc));
+            let attrs = metadata(ctx, src, Some(crc), meta);
             match super::from_url::commit(ctx, az, path, &ids, &attrs, None).await {
                 Ok(r) => Some(Ok(r)),
                 Err(super::server_side::Refused::Copy(e)) => Some(Err(e)),
@@ -1997,7 +2068,7 @@ async fn copy_multipart_streaming(
         .put_multipart_opts(
             path,
             PutMultipartOptions {
-                attributes: metadata(ctx, src, None),
+                attributes: metadata(ctx, src, None, claims.meta.as_ref()),
                 ..Default::default()
             },
         )

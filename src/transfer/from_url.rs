@@ -195,6 +195,11 @@ pub(super) async fn copy(
         // Learned as the streamed copy would learn them.
         *known = Some(claims.clone());
     }
+    if claims.meta.is_none() && ctx.dst.caps.keeps_metadata {
+        // No HEAD showed the source's content headers and metadata (it failed where the
+        // source's MD5 was known without it): streamed, the GET shows them.
+        return Ok(None);
+    }
     let Some(mode) = mode_for(
         &claims,
         src.size,
@@ -297,9 +302,17 @@ async fn blocks(
     let part = mode.part(src.size).max(1);
     let n = src.size.div_ceil(part);
     let known_crc = claims.crc64_meta.or(claims.crc64_stored);
-    let (id, done) = copy::resume_or_start(ctx, mp, req.path, src, (part, n), known_crc, false)
-        .await
-        .map_err(Refused::Copy)?;
+    let (id, done) = copy::resume_or_start(
+        ctx,
+        mp,
+        req.path,
+        src,
+        (part, n),
+        (known_crc, claims.meta.as_ref()),
+        false,
+    )
+    .await
+    .map_err(Refused::Copy)?;
     let want_md5 = !matches!(mode, Mode::Crc { .. });
     let staged = stream::iter(done.into_iter().enumerate().map(|(idx, prior)| async move {
         let start = idx as u64 * part;
@@ -417,7 +430,7 @@ async fn blocks(
         req.az,
         req.path,
         &ids,
-        &copy::metadata(ctx, src, crc),
+        &copy::metadata(ctx, src, crc, claims.meta.as_ref()),
         whole_md5,
     )
     .await
@@ -451,8 +464,13 @@ pub(super) async fn commit(
         let name = match k {
             Attribute::Metadata(m) => format!("x-ms-meta-{m}"),
             Attribute::StorageClass => "x-ms-access-tier".to_string(),
-            Attribute::ContentType => "x-ms-blob-content-type".to_string(),
-            _ => continue,
+            a => match super::fidelity::Header::ALL
+                .into_iter()
+                .find(|h| &h.attribute() == a)
+            {
+                Some(h) => h.azure_name().to_string(),
+                None => continue,
+            },
         };
         if let (Ok(n), Ok(v)) = (
             HeaderName::from_bytes(name.as_bytes()),

@@ -13,6 +13,7 @@ pub mod copy;
 pub mod cost;
 mod crc_url;
 pub mod diff;
+pub mod fidelity;
 pub mod filter;
 pub mod from_url;
 pub mod local_dest;
@@ -124,6 +125,8 @@ pub struct CopyOptions {
     /// A large single-part source whose MD5 the destination checks on arrival is copied with one
     /// streamed PUT where that is cheaper than parts ([`stream_put`]; `--no-streamed-put`: false).
     pub stream_single_put: bool,
+    /// `--metadata-set` / `--no-metadata` ([`fidelity`]).
+    pub metadata: fidelity::MetadataPolicy,
 }
 
 /// Requests and bytes, counted as they happen.

@@ -25,6 +25,7 @@
 use super::Verify;
 use super::claims::Claims;
 use super::copy::{self, CopyError, Ctx, Outcome};
+use super::fidelity::ObjectMeta;
 use super::verification::{ReadCheck, Verification, WriteCheck};
 use crate::checksum::{self, Digests};
 use crate::journal::PartRecord;
@@ -120,10 +121,27 @@ pub(super) async fn copy(
     let (Some(dst_s3), Some(e_tag)) = (&ctx.dst.s3, &src.e_tag) else {
         return Ok(None);
     };
-    let claims = copy::discover_for(ctx, src, false, false).await?;
+    let mut claims = copy::discover_for(ctx, src, false, false).await?;
     let Some(mode) = mode_for(ctx, src, &claims) else {
         return Ok(None);
     };
+    if claims.meta.is_none() && ctx.dst.caps.keeps_metadata {
+        // The copy replaces the metadata (to add moverctl's own keys), so it must know the
+        // source's: one HEAD (a multipart source's HEAD of part 1 showed them already). Where
+        // it fails the object is streamed, and its GET shows them.
+        let Some(s3) = &ctx.src.s3 else {
+            return Ok(None);
+        };
+        match copy::raw_head(ctx, s3, src, None).await {
+            Ok(Some(h)) => {
+                if let Some(v) = h.get(&format!("x-amz-meta-{}", checksum::META_CRC64)) {
+                    claims.add_meta_crc64(v);
+                }
+                claims.meta = Some(ObjectMeta::of_headers(&h));
+            }
+            _ => return Ok(None),
+        }
+    }
     let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "destination key",
         source: e.into(),
@@ -138,6 +156,7 @@ pub(super) async fn copy(
         path: &path,
         source: format!("{}/{}", ss.src_bucket, encode_key(src_path.as_ref())),
         if_match: e_tag.clone(),
+        meta: claims.meta.clone(),
     };
     // moverctl's metadata goes with the copy, as with a streamed one (the CRC64 it carries is
     // the source's own, when the source states one).
@@ -262,6 +281,8 @@ struct Request<'a> {
     /// `bucket/key`, the key percent-encoded.
     source: String,
     if_match: String,
+    /// The source's content headers and user metadata, written with the copy.
+    meta: Option<ObjectMeta>,
 }
 
 /// One CopyObject.
@@ -277,7 +298,10 @@ async fn single(
         HeaderName::from_static("x-amz-metadata-directive"),
         HeaderValue::from_static("REPLACE"),
     );
-    add_metadata(&mut headers, &copy::metadata(ctx, src, crc));
+    add_metadata(
+        &mut headers,
+        &copy::metadata(ctx, src, crc, req.meta.as_ref()),
+    );
     let answer = send(req, &[], headers, "copying on the server (CopyObject)").await?;
     if let Err(off) = refuse_if_encrypted(&answer) {
         let _ = ctx.dst.inner.delete(req.path).await;
@@ -332,7 +356,10 @@ async fn whole(
         HeaderName::from_static("x-amz-metadata-directive"),
         HeaderValue::from_static("REPLACE"),
     );
-    add_metadata(&mut headers, &copy::metadata(ctx, src, crc));
+    add_metadata(
+        &mut headers,
+        &copy::metadata(ctx, src, crc, req.meta.as_ref()),
+    );
     let answer = send(
         req,
         &[],
@@ -373,7 +400,16 @@ async fn parts(
     let ctx = req.ctx;
     let mp = ctx.dst.multipart.as_ref().expect("checked in mode_for");
     let n = src.size.div_ceil(part);
-    let (id, done) = copy::resume_or_start(ctx, mp, req.path, src, (part, n), crc, false).await?;
+    let (id, done) = copy::resume_or_start(
+        ctx,
+        mp,
+        req.path,
+        src,
+        (part, n),
+        (crc, req.meta.as_ref()),
+        false,
+    )
+    .await?;
     let copies = stream::iter(done.into_iter().enumerate().map(|(idx, prior)| {
         let id = id.clone();
         async move {
@@ -565,13 +601,18 @@ fn copy_headers(
     Ok(h)
 }
 
-/// moverctl's metadata and storage class as the headers a CopyObject with `REPLACE` takes.
+/// The content headers, user metadata (moverctl's among them) and storage class as the headers
+/// an S3 PUT or a CopyObject with `REPLACE` takes.
 pub(super) fn add_metadata(h: &mut HeaderMap, attrs: &object_store::Attributes) {
     for (k, v) in attrs {
         let name = match k {
             Attribute::Metadata(m) => format!("x-amz-meta-{m}"),
             Attribute::StorageClass => "x-amz-storage-class".to_string(),
             Attribute::ContentType => "content-type".to_string(),
+            Attribute::ContentEncoding => "content-encoding".to_string(),
+            Attribute::ContentLanguage => "content-language".to_string(),
+            Attribute::ContentDisposition => "content-disposition".to_string(),
+            Attribute::CacheControl => "cache-control".to_string(),
             _ => continue,
         };
         if let (Ok(n), Ok(v)) = (

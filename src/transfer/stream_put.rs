@@ -85,7 +85,8 @@ pub(super) async fn copy(
         source: e.into(),
     })?;
     let mut headers = HeaderMap::new();
-    super::server_side::add_metadata(&mut headers, &copy::metadata(ctx, src, None));
+    let meta = seen.lock().expect("claims lock").meta.clone();
+    super::server_side::add_metadata(&mut headers, &copy::metadata(ctx, src, None, meta.as_ref()));
     let mut opts = SignedUrlOptions::default();
     for (k, v) in &headers {
         opts = opts.with_signed_header(k.clone(), v.clone());

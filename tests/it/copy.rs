@@ -65,6 +65,7 @@ pub fn options() -> CopyOptions {
         size_ahead: false,
         server_side: false,
         stream_single_put: false,
+        metadata: Default::default(),
     }
 }
 

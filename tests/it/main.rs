@@ -7,6 +7,7 @@ mod copy;
 mod creds;
 mod encrypted_source;
 mod faults;
+mod fidelity;
 mod from_url;
 mod habits;
 mod identity;
