@@ -1051,14 +1051,23 @@ async fn copy_single(ctx: &Ctx, src: &Entry, known: Option<Claims>) -> Result<Ou
     ctx.limits.take_bytes(d.bytes).await;
     let opts = PutOptions {
         attributes: metadata(ctx, src, Some(d.crc64), claims.meta.as_ref()),
+        tags: super::fidelity::source_tags(ctx, src, claims.meta.as_ref()).await?,
         ..Default::default()
     };
     // The checksum-only path sends the CRC64 computed as the bytes were read (see crc_url).
     let by_url = match crc_w.filter(|w| super::crc_url::applies(ctx, w)) {
         Some(w) => {
             let chunks = chunks.clone();
-            super::crc_url::put_single(ctx, w, &path, chunks, d.crc64, d.md5, &opts.attributes)
-                .await?
+            super::crc_url::put_single(
+                ctx,
+                w,
+                &path,
+                chunks,
+                (d.crc64, d.md5),
+                &opts.attributes,
+                &opts.tags,
+            )
+            .await?
         }
         None => None,
     };
@@ -1412,11 +1421,13 @@ pub(super) async fn resume_or_start(
             } else {
                 Attributes::new()
             };
+            let tags = super::fidelity::source_tags(ctx, src, meta).await?;
             let id = mp
                 .create_multipart_opts(
                     path,
                     PutMultipartOptions {
                         attributes: attrs,
+                        tags,
                         ..Default::default()
                     },
                 )

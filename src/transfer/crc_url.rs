@@ -86,12 +86,17 @@ pub(super) async fn put_single(
     w: &CrcWriter,
     path: &Path,
     chunks: Vec<Bytes>,
-    crc64: u64,
-    md5: Option<[u8; 16]>,
+    (crc64, md5): (u64, Option<[u8; 16]>),
     attributes: &object_store::Attributes,
+    tags: &object_store::TagSet,
 ) -> Result<Option<(Option<String>, DigestHeaders)>, CopyError> {
     let mut headers = HeaderMap::new();
     add_metadata(&mut headers, attributes);
+    if !tags.is_empty()
+        && let Ok(v) = HeaderValue::from_str(tags.encoded())
+    {
+        headers.insert(HeaderName::from_static("x-amz-tagging"), v);
+    }
     if let Some(m) = md5 {
         headers.insert(
             HeaderName::from_static("content-md5"),

@@ -315,6 +315,104 @@ pub fn from_azure(k: &str) -> String {
     String::from_utf16_lossy(&units)
 }
 
+/// The source's S3 object tags, where both ends are S3 and the source's answer counted some
+/// (`x-amz-tagging-count`): one GetObjectTagging, presigned with the source's credentials. A
+/// server-side CopyObject keeps them by itself (its tagging directive is COPY); every other
+/// write to S3 sends them as `x-amz-tagging`.
+pub(super) async fn source_tags(
+    ctx: &super::copy::Ctx,
+    src: &crate::store::list::Entry,
+    meta: Option<&ObjectMeta>,
+) -> Result<object_store::TagSet, super::copy::CopyError> {
+    use object_store::signer::{Method, SignedUrlOptions, Signer};
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut tags = object_store::TagSet::default();
+    let (Some(s3), Some(m)) = (&ctx.src.s3, meta) else {
+        return Ok(tags);
+    };
+    if m.tag_count == 0 || ctx.dst.s3.is_none() || !ctx.dst.caps.keeps_metadata {
+        return Ok(tags);
+    }
+    let what = "reading the source's tags (GetObjectTagging)";
+    let path = ctx
+        .src
+        .path_of(&src.key)
+        .map_err(|e| super::copy::CopyError::Store {
+            what: "source key",
+            source: e.into(),
+        })?;
+    let opts = SignedUrlOptions::default().with_query([("tagging", String::new())]);
+    let mut url = s3
+        .signed_url_opts(
+            Method::GET,
+            &path,
+            std::time::Duration::from_secs(300),
+            &opts,
+        )
+        .await
+        .map_err(|e| super::copy::CopyError::Store { what, source: e })?;
+    if ctx.src.s3_anonymous {
+        crate::store::s3list::strip_signature(&mut url);
+    }
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    let client = CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .unwrap_or_default()
+    });
+    ctx.counters.get.fetch_add(1, Relaxed);
+    ctx.limits.take_request().await;
+    // A reqwest error would print the presigned URL (a signature): only its kind is kept.
+    let resp = client.get(url).send().await.map_err(|e| {
+        let msg = if e.is_timeout() {
+            "the request timed out"
+        } else {
+            "the connection failed"
+        };
+        super::copy::s3_answer_error(what, msg.into(), None)
+    })?;
+    let status = resp.status().as_u16();
+    let body = resp.text().await.unwrap_or_default();
+    if !(200..300).contains(&status) {
+        return Err(super::copy::s3_answer_error(
+            what,
+            format!("the store answered {status}"),
+            Some(status),
+        ));
+    }
+    for (k, v) in parse_tagging(&body) {
+        tags.push(&k, &v);
+    }
+    Ok(tags)
+}
+
+/// The `<Tag><Key>…</Key><Value>…</Value></Tag>` pairs of a GetObjectTagging answer.
+fn parse_tagging(body: &str) -> Vec<(String, String)> {
+    let field = |t: &str, name: &str| -> Option<String> {
+        let open = format!("<{name}>");
+        let close = format!("</{name}>");
+        let start = t.find(&open)? + open.len();
+        let end = t[start..].find(&close)? + start;
+        Some(unescape(&t[start..end]))
+    };
+    body.split("<Tag>")
+        .skip(1)
+        .filter_map(|t| {
+            let t = t.split("</Tag>").next()?;
+            Some((field(t, "Key")?, field(t, "Value").unwrap_or_default()))
+        })
+        .collect()
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,6 +441,15 @@ mod tests {
         }
         assert_eq!(to_azure("owner-team"), "owner_x002d_team");
         assert_eq!(to_azure("moverctl_mtime"), "moverctl_mtime");
+    }
+
+    #[test]
+    fn tagging_answers_parse() {
+        let body = "<?xml version=\"1.0\"?><Tagging><TagSet><Tag><Key>a</Key><Value>1 &amp; 2</Value></Tag><Tag><Key>b</Key><Value></Value></Tag></TagSet></Tagging>";
+        assert_eq!(
+            parse_tagging(body),
+            vec![("a".into(), "1 & 2".into()), ("b".into(), String::new())]
+        );
     }
 
     #[test]

@@ -87,6 +87,15 @@ pub(super) async fn copy(
     let mut headers = HeaderMap::new();
     let meta = seen.lock().expect("claims lock").meta.clone();
     super::server_side::add_metadata(&mut headers, &copy::metadata(ctx, src, None, meta.as_ref()));
+    let tags = super::fidelity::source_tags(ctx, src, meta.as_ref()).await?;
+    if !tags.is_empty()
+        && let Ok(v) = object_store::signer::HeaderValue::from_str(tags.encoded())
+    {
+        headers.insert(
+            object_store::signer::HeaderName::from_static("x-amz-tagging"),
+            v,
+        );
+    }
     let mut opts = SignedUrlOptions::default();
     for (k, v) in &headers {
         opts = opts.with_signed_header(k.clone(), v.clone());

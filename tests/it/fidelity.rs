@@ -18,7 +18,8 @@ use moverctl::catalog::parts::{MIB, PartRule};
 use moverctl::store::Store;
 use moverctl::transfer::CopyOptions;
 use object_store::{
-    Attribute, Attributes, GetOptions, PutMultipartOptions, PutOptions, PutPayload, WriteMultipart,
+    Attribute, Attributes, GetOptions, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
+    WriteMultipart,
 };
 use std::collections::BTreeMap;
 
@@ -529,6 +530,149 @@ async fn local_types_and_the_metadata_flags() {
             assert!(user.is_empty(), "{key} (server-side {ss}): {user:?}");
             // moverctl's own keys are still written.
             assert!(m.contains_key("meta:moverctl_size"), "{key}: {m:?}");
+        }
+    }
+}
+
+/// Tags of `key` on moto, read with GetObjectTagging.
+async fn moto_tags(s3: &object_store::aws::AmazonS3, key: &str) -> Vec<(String, String)> {
+    use object_store::signer::{Method, SignedUrlOptions, Signer};
+    let opts = SignedUrlOptions::default().with_query([("tagging", String::new())]);
+    let url = s3
+        .signed_url_opts(
+            Method::GET,
+            &object_store::path::Path::from(key),
+            std::time::Duration::from_secs(60),
+            &opts,
+        )
+        .await
+        .unwrap();
+    let body = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut out: Vec<(String, String)> = body
+        .split("<Tag>")
+        .skip(1)
+        .map(|t| {
+            let f = |n: &str| {
+                t.split(&format!("<{n}>"))
+                    .nth(1)
+                    .and_then(|r| r.split(&format!("</{n}>")).next())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            (f("Key"), f("Value"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// S3 -> S3 keeps object tags: streamed (GetObjectTagging, then `x-amz-tagging` on the PUT, the
+/// one streamed PUT and the multipart upload) and on the server (CopyObject's tagging directive
+/// COPY). Garage implements no tagging, so this runs on a moto server of its own (moto answers
+/// a pinned HEAD of part 1 of its own multipart uploads 412, so the sources are single-part).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_tags_travel_s3_to_s3() {
+    let Some(mut moto) = super::probe::start_moto() else {
+        return;
+    };
+    moto.create_bucket("tsrc");
+    moto.create_bucket("tdst");
+    let client = |bucket: &str| {
+        object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(format!("http://127.0.0.1:{}", moto.port))
+            .with_allow_http(true)
+            .with_region("us-east-1")
+            .with_bucket_name(bucket)
+            .with_access_key_id("testing")
+            .with_secret_access_key("testing")
+            .build()
+            .unwrap()
+    };
+    let src = client("tsrc");
+    let mut tags = object_store::TagSet::default();
+    tags.push("team", "a b");
+    tags.push("tier", "gold");
+    let want = vec![
+        ("team".to_string(), "a b".to_string()),
+        ("tier".to_string(), "gold".to_string()),
+    ];
+    for (key, n) in [("p/small", 1000u64), ("p/large-single", LARGE)] {
+        src.put_opts(
+            &object_store::path::Path::from(key),
+            PutPayload::from(data(key, n)),
+            PutOptions {
+                tags: tags.clone(),
+                attributes: seeded_attributes(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    }
+    for key in ["p/small", "p/large-single"] {
+        assert_eq!(moto_tags(&src, key).await, want, "seed {key}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("remotes.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[remotes.moto]\ntype = \"s3\"\nendpoint = \"http://127.0.0.1:{}\"\nregion = \"us-east-1\"\naccess_key_id_env = \"FID_MOTO_KEY\"\nsecret_access_key_env = \"FID_MOTO_SECRET\"\n",
+            moto.port
+        ),
+    )
+    .unwrap();
+    let dst = client("tdst");
+    // Streamed (one PUT; the large one in one streamed PUT), streamed in parts, on the server.
+    for (server_side, parts) in [(false, false), (false, true), (true, false)] {
+        let to = format!("out-{server_side}-{parts}");
+        let mut c = moverctl();
+        c.env("FID_MOTO_KEY", "testing")
+            .env("FID_MOTO_SECRET", "testing")
+            .arg("--config")
+            .arg(&cfg)
+            .args([
+                "copy",
+                "--json",
+                "--multipart-threshold",
+                "5MiB",
+                "--part-size",
+                "5MiB",
+            ]);
+        if !server_side {
+            c.arg("--no-server-side");
+        }
+        if parts {
+            c.arg("--no-streamed-put");
+        }
+        let o = c
+            .arg("moto:tsrc/p")
+            .arg(format!("moto:tdst/{to}"))
+            .output()
+            .unwrap();
+        expect(&o, 0);
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        let summary: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        assert_eq!(summary["copied"]["objects"], 2, "{out}");
+        if server_side {
+            assert_eq!(summary["server_side"]["objects"], 2, "{out}");
+        }
+        for key in ["small", "large-single"] {
+            assert_eq!(
+                moto_tags(&dst, &format!("{to}/{key}")).await,
+                want,
+                "{key} (server-side {server_side}): {out}"
+            );
         }
     }
 }

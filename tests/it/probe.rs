@@ -183,9 +183,9 @@ fn a_refused_key_exits_4_and_is_not_printed() {
 // ---- moto: a mock that checks nothing -------------------------------------------------------
 
 /// A moto server on a free 127.0.0.1 port, killed (by its own PID) when dropped.
-struct Moto {
+pub(crate) struct Moto {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for Moto {
@@ -219,7 +219,7 @@ fn moto_binary() -> Option<PathBuf> {
     found.then(|| PathBuf::from("moto_server"))
 }
 
-fn start_moto() -> Option<Moto> {
+pub(crate) fn start_moto() -> Option<Moto> {
     let Some(bin) = moto_binary() else {
         if std::env::var("MOVERCTL_REQUIRE_SERVERS").as_deref() == Ok("1") {
             panic!(
@@ -259,7 +259,7 @@ fn start_moto() -> Option<Moto> {
 
 impl Moto {
     /// moto takes any (or no) credentials: a bare PUT creates the bucket.
-    fn create_bucket(&mut self, name: &str) {
+    pub(crate) fn create_bucket(&mut self, name: &str) {
         use std::io::{Read, Write};
         let mut c = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         write!(
