@@ -269,8 +269,21 @@ async fn pair(
     dst_kind: K,
     server_side: bool,
 ) -> BTreeMap<String, String> {
+    pair_with(s, src_kind, dst_kind, server_side, false).await
+}
+
+/// [`pair`]; `crc`: the destination checks and keeps `x-amz-checksum-crc64nvme` (what a saved
+/// probe of Garage grants), so writes take the checksum-only path (presigned PUTs).
+async fn pair_with(
+    s: &Servers,
+    src_kind: K,
+    dst_kind: K,
+    server_side: bool,
+    crc: bool,
+) -> BTreeMap<String, String> {
     let (src, _a) = open(s, src_kind, true);
-    let (dst, _b) = open(s, dst_kind, false);
+    let (mut dst, _b) = open(s, dst_kind, false);
+    dst.caps.checks_crc64nvme = crc;
     let keys = seed(s, src_kind, &src).await;
     let what = format!("{src_kind:?} -> {dst_kind:?} (server-side allowed: {server_side})");
     for key in &keys {
@@ -342,6 +355,15 @@ async fn every_field_travels_on_every_pair_and_path() {
     );
     for (k, v) in &by {
         lines.push(format!("Azure -> Azure from URL | {k} | {v}"));
+    }
+    // Into S3 on the checksum-only path: presigned PUTs and parts bound to the CRC64.
+    let by = pair_with(&s, K::Azure, K::S3, false, true).await;
+    assert!(
+        by.values().any(|v| v.ends_with("+dest-checksum")),
+        "checksum-only: {by:?}"
+    );
+    for (k, v) in &by {
+        lines.push(format!("Azure -> S3 checksum-only | {k} | {v}"));
     }
     // S3 -> Azure with copies from URL allowed (Azurite cannot read an S3 URL: it streams).
     pair(&s, K::S3, K::Azure, true).await;
