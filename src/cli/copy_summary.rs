@@ -14,9 +14,13 @@ use rust_decimal::Decimal;
 /// [`super::stores::credentials_hint`]), never a value.
 pub(super) fn credentials_refused(r: &Report, src: &str, dst: &str, hint: &str) -> Option<String> {
     let n = r.auth_failures();
-    (n > 0).then(|| {
+    (n > 0 || r.stopped_for_credentials.is_some()).then(|| {
+        let stopped = match &r.stopped_for_credentials {
+            Some(why) => format!("the run stopped early: {why}. "),
+            None => String::new(),
+        };
         format!(
-            "{n} of {} failed objects failed because the store refused the credentials ({src} -> {dst}); \
+            "{stopped}{n} of {} failed objects failed because the store refused the credentials ({src} -> {dst}); \
              the failures name the request that was refused; {hint}. Fix or renew those credentials \
              and run again to resume",
             r.failed.len()
@@ -96,6 +100,7 @@ pub(super) fn summary_json(r: &Report, plan: Option<&PlanFile>, ids: &RunIds) ->
         "destination": ids.destination,
         "dry_run": r.dry_run,
         "interrupted": r.interrupted,
+        "stopped_for_credentials": r.stopped_for_credentials,
         "exit_code": ids.exit as u8,
         "skipped": {"objects": r.skipped, "bytes": r.skipped_bytes},
         "failed": failed_json(r),

@@ -88,7 +88,7 @@ impl Exit {
         use crate::transfer::sync::Verdict;
         if r.interrupted {
             Exit::Interrupted
-        } else if r.auth_failures() > 0 {
+        } else if r.auth_failures() > 0 || r.stopped_for_credentials.is_some() {
             Exit::Credentials
         } else if !r.failed.is_empty()
             || !r.refused.is_empty()

@@ -42,6 +42,12 @@ pub struct Cli {
     /// Remotes file (default ~/.config/moverctl/remotes.toml; also MOVERCTL_CONFIG).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// AWS profile for every S3 location whose remote names no credentials of its own; it wins
+    /// over AWS_ACCESS_KEY_ID, as the AWS CLI's --profile does (AWS_PROFILE is also honoured,
+    /// after the environment's keys). Role, SSO and credential_process profiles are renewed as
+    /// a run goes on.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub profile: Option<String>,
     /// How long one failed request (LIST, HEAD, GET, PUT, part, DELETE) is retried with backoff
     /// before it is reported, e.g. 4m or 30s.
     #[arg(
@@ -290,6 +296,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
     let window = humantime::parse_duration(&cli.retry_timeout)
         .map_err(|e| CliError::Usage(format!("--retry-timeout {:?}: {e}", cli.retry_timeout)))?;
     crate::store::retry::set_timeout(window);
+    crate::store::creds::set_cli_profile(cli.profile.clone());
     let catalog = load_catalog(cli.providers.as_deref())?;
     let load_remotes = || -> Result<crate::store::config::Remotes, CliError> {
         let r = crate::store::config::Remotes::load(cli.config.as_deref())?;

@@ -287,6 +287,7 @@ pub(super) fn summary_json(
         "destination": dst,
         "dry_run": r.dry_run,
         "interrupted": r.interrupted,
+        "stopped_for_credentials": r.stopped_for_credentials,
         "exit_code": o.exit as u8,
         "skipped": {"objects": r.skipped, "bytes": r.skipped_bytes},
         "failed": failed_json(r),

@@ -2,33 +2,44 @@
 //! formatted, logged or stored. Errors name the variable, profile or file that would satisfy
 //! them, never a value.
 //!
-//! S3 order (first match wins):
-//! | source | how |
-//! |---|---|
-//! | remote `access_key_id_env` / `secret_access_key_env` | the named variables |
-//! | remote `profile` | `~/.aws/credentials` and `~/.aws/config` (or `AWS_SHARED_CREDENTIALS_FILE`, `AWS_CONFIG_FILE`) |
-//! | `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`) | environment |
-//! | `AWS_PROFILE` | shared files, as above |
-//! | `AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`, `AWS_CONTAINER_CREDENTIALS_*` | object_store's own providers (EKS, ECS) |
-//! | the `default` profile, if the shared files have one | shared files |
-//! | remote `instance_credentials = true` or `MOVERCTL_INSTANCE_CREDENTIALS=1` | EC2 instance metadata |
+//! S3 order (first match wins; the AWS CLI's order, with a remote's own settings first):
+//! | source | how | renewed |
+//! |---|---|---|
+//! | remote `anonymous = true` | unsigned requests | - |
+//! | remote `access_key_id_env` / `secret_access_key_env` | the named variables | never |
+//! | remote `profile`, else `--profile` | that shared-config profile alone (aws-config) | yes |
+//! | `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`) | environment | never |
+//! | `AWS_PROFILE` (else the `default` profile) | the profile (aws-config): keys, `role_arn` + `source_profile` / `credential_source` (chained), `sso_session` and legacy SSO, `credential_process`, `web_identity_token_file` | yes |
+//! | `AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN` | web identity (EKS IRSA) | yes |
+//! | `AWS_CONTAINER_CREDENTIALS_*` | ECS task role, EKS Pod Identity | yes |
+//! | - | EC2 instance metadata (IMDSv2); `AWS_EC2_METADATA_DISABLED=true` turns it off | yes |
+//!
+//! Every source but anonymous is served through one [`awscreds::AwsCredentialCache`] per store.
 
+use super::awscreds::{self, Explain};
 use super::config::Remote;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 /// A static AWS-style credential; deliberately not `Debug`.
 pub struct StaticKeys {
     pub key_id: String,
     pub secret: String,
     pub token: Option<String>,
+    /// When the keys expire, if known (`AWS_CREDENTIAL_EXPIRATION`, as `aws configure
+    /// export-credentials` writes it).
+    pub expires: Option<std::time::SystemTime>,
 }
 
 pub enum S3Creds {
+    /// Keys moverctl found (a remote's variables, `AWS_ACCESS_KEY_ID` ...): never renewed.
     Static(StaticKeys),
-    /// Web identity or container credentials: these env keys go to object_store's builder.
-    Delegated(Vec<(String, String)>),
-    Instance,
+    /// One named profile (a remote's `profile`, `--profile`): aws-config's profile provider.
+    Profile(String),
+    /// The AWS CLI's chain after the environment's keys: `AWS_PROFILE` or the `default`
+    /// profile, web identity, container credentials, instance metadata.
+    Chain,
     Anonymous,
 }
 
@@ -52,23 +63,41 @@ fn need_env(location: &str, field: &str, name: &str) -> Result<String, MissingCr
     })
 }
 
+static CLI_PROFILE: OnceLock<Option<String>> = OnceLock::new();
+
+/// `--profile NAME`: the AWS profile of every S3 location whose remote names no credentials of
+/// its own (set once, by the CLI).
+pub fn set_cli_profile(p: Option<String>) {
+    let _ = CLI_PROFILE.set(p.filter(|p| !p.is_empty()));
+}
+
+fn cli_profile() -> Option<String> {
+    CLI_PROFILE.get().cloned().flatten()
+}
+
 pub struct S3Resolved {
     pub creds: S3Creds,
     /// Region from the profile, when the profile has one.
     pub profile_region: Option<String>,
     /// Where the credentials came from, named (variables, profile, role), never a value.
     pub from: String,
+    /// What to run when they cannot be had or renewed.
+    pub fix: String,
 }
 
+const EXPORT_FIX: &str = "export new keys (e.g. `eval \"$(aws configure export-credentials --profile NAME --format env)\"`), \
+     or let moverctl use the profile itself (--profile NAME, AWS_PROFILE, or a remote's profile): it renews a profile's \
+     credentials as the run goes on; a run resumes from its journal";
+
 pub fn s3(location: &str, remote: Option<&Remote>) -> Result<S3Resolved, MissingCredentials> {
-    let none = S3Resolved {
-        creds: S3Creds::Anonymous,
-        profile_region: None,
-        from: "none (the remote says anonymous = true)".into(),
-    };
     if let Some(r) = remote {
         if r.anonymous {
-            return Ok(none);
+            return Ok(S3Resolved {
+                creds: S3Creds::Anonymous,
+                profile_region: None,
+                from: "none (the remote says anonymous = true)".into(),
+                fix: String::new(),
+            });
         }
         if let Some(k) = &r.access_key_id_env {
             let Some(s) = &r.secret_access_key_env else {
@@ -84,6 +113,7 @@ pub fn s3(location: &str, remote: Option<&Remote>) -> Result<S3Resolved, Missing
                     Some(t) => Some(need_env(location, "session_token_env", t)?),
                     None => None,
                 },
+                expires: None,
             };
             return Ok(S3Resolved {
                 creds: S3Creds::Static(keys),
@@ -91,22 +121,37 @@ pub fn s3(location: &str, remote: Option<&Remote>) -> Result<S3Resolved, Missing
                 from: format!(
                     "the environment variables {k} and {s} (the remote's access_key_id_env and secret_access_key_env)"
                 ),
+                fix: format!("put valid keys in {k} and {s}"),
             });
         }
         if let Some(p) = &r.profile {
-            return profile(location, p);
+            return profile(location, p, "the remote's profile");
         }
+    }
+    if let Some(p) = cli_profile() {
+        return profile(location, &p, "--profile");
     }
     if let (Some(k), Some(s)) = (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) {
         let keys = StaticKeys {
             key_id: k,
             secret: s,
             token: env("AWS_SESSION_TOKEN"),
+            expires: env("AWS_CREDENTIAL_EXPIRATION").and_then(|t| {
+                chrono::DateTime::parse_from_rfc3339(&t)
+                    .ok()
+                    .map(std::time::SystemTime::from)
+            }),
         };
+        let with_token = keys.token.is_some();
         return Ok(S3Resolved {
             creds: S3Creds::Static(keys),
             profile_region: None,
-            from: "the environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".into(),
+            from: if with_token {
+                "the environment variables AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN".into()
+            } else {
+                "the environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".into()
+            },
+            fix: EXPORT_FIX.into(),
         });
     }
     if env("AWS_ACCESS_KEY_ID").is_some() {
@@ -116,54 +161,124 @@ pub fn s3(location: &str, remote: Option<&Remote>) -> Result<S3Resolved, Missing
         });
     }
     if let Some(p) = env("AWS_PROFILE") {
-        return profile(location, &p);
+        let mut r = profile(location, &p, "AWS_PROFILE")?;
+        r.creds = S3Creds::Chain;
+        return Ok(r);
     }
-    let delegated: Vec<(String, String)> = [
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-        "AWS_ROLE_ARN",
-        "AWS_ROLE_SESSION_NAME",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
-    ]
-    .iter()
-    .filter_map(|k| env(k).map(|v| (k.to_ascii_lowercase(), v)))
-    .collect();
-    let web = delegated
-        .iter()
-        .any(|(k, _)| k == "aws_web_identity_token_file");
-    let container = delegated
-        .iter()
-        .any(|(k, _)| k.starts_with("aws_container_credentials"));
-    if web || container {
-        return Ok(S3Resolved {
-            creds: S3Creds::Delegated(delegated),
-            profile_region: None,
-            from: if web {
-                "a web identity token (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN)".into()
-            } else {
-                "container credentials (AWS_CONTAINER_CREDENTIALS_*)".into()
-            },
-        });
+    if profile_fields("default").is_some() {
+        let mut r = profile(location, "default", "the default profile")?;
+        r.creds = S3Creds::Chain;
+        return Ok(r);
     }
-    if shared_profile_exists("default") {
-        return profile(location, "default");
-    }
-    if remote.is_some_and(|r| r.instance_credentials)
-        || env("MOVERCTL_INSTANCE_CREDENTIALS").as_deref() == Some("1")
+    let (from, fix) = if env("AWS_WEB_IDENTITY_TOKEN_FILE").is_some() {
+        (
+            "a web identity token (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN: EKS IRSA)".to_string(),
+            "check that the token file is readable, that AWS_ROLE_ARN names a role that trusts it, \
+             and that STS can be reached"
+                .to_string(),
+        )
+    } else if env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").is_some()
+        || env("AWS_CONTAINER_CREDENTIALS_FULL_URI").is_some()
     {
-        return Ok(S3Resolved {
-            creds: S3Creds::Instance,
-            profile_region: None,
-            from: "the EC2 instance role (instance metadata)".into(),
-        });
-    }
-    Err(MissingCredentials {
-        location: location.into(),
-        hint: "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (a profile in ~/.aws/credentials), \
-               or name the variables in a remote (access_key_id_env, secret_access_key_env); on EC2 set \
-               MOVERCTL_INSTANCE_CREDENTIALS=1 to use the instance role"
-            .into(),
+        (
+            "container credentials (AWS_CONTAINER_CREDENTIALS_*: an ECS task role or EKS Pod Identity)".to_string(),
+            "check the task role or the pod identity association, and that the credentials endpoint can be reached".to_string(),
+        )
+    } else {
+        (
+            "the AWS default chain (no keys or profile found; EC2 instance metadata, IMDSv2, was tried last)".to_string(),
+            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (a profile in ~/.aws/config or \
+             ~/.aws/credentials: keys, a role, SSO or credential_process), or pass --profile NAME, or name \
+             the variables in a remote (access_key_id_env, secret_access_key_env); on EC2, ECS or EKS the \
+             instance, task or pod role is used"
+                .to_string(),
+        )
+    };
+    Ok(S3Resolved {
+        creds: S3Creds::Chain,
+        profile_region: None,
+        from,
+        fix,
+    })
+}
+
+/// The provider behind a resolved S3 credential, for [`awscreds::AwsCredentialCache`]. `region`
+/// is where STS / SSO are asked (`AWS_REGION`, the profile's, else us-east-1). Anonymous: None.
+pub fn s3_provider(
+    r: &S3Resolved,
+    region: &str,
+) -> Option<aws_credential_types::provider::SharedCredentialsProvider> {
+    use aws_config::meta::credentials::CredentialsProviderChain;
+    use aws_config::provider_config::ProviderConfig;
+    use aws_credential_types::provider::SharedCredentialsProvider as Shared;
+    let conf = || {
+        ProviderConfig::without_region()
+            .with_region(Some(aws_config::Region::new(region.to_string())))
+    };
+    Some(match &r.creds {
+        S3Creds::Anonymous => return None,
+        S3Creds::Static(k) => {
+            Shared::new(awscreds::FixedKeys(aws_credential_types::Credentials::new(
+                k.key_id.clone(),
+                k.secret.clone(),
+                k.token.clone(),
+                k.expires,
+                "moverctl",
+            )))
+        }
+        S3Creds::Profile(name) => Shared::new(
+            aws_config::profile::ProfileFileCredentialsProvider::builder()
+                .configure(&conf())
+                .profile_name(name)
+                .build(),
+        ),
+        S3Creds::Chain => {
+            let c = conf();
+            Shared::new(
+                CredentialsProviderChain::first_try(
+                    "Environment",
+                    aws_config::environment::credentials::EnvironmentVariableCredentialsProvider::new(),
+                )
+                .or_else(
+                    "Profile",
+                    aws_config::profile::ProfileFileCredentialsProvider::builder()
+                        .configure(&c)
+                        .build(),
+                )
+                .or_else(
+                    "WebIdentityToken",
+                    aws_config::web_identity_token::WebIdentityTokenCredentialsProvider::builder()
+                        .configure(&c)
+                        .build(),
+                )
+                .or_else(
+                    "EcsContainer",
+                    aws_config::ecs::EcsCredentialsProvider::builder()
+                        .configure(&c)
+                        .build(),
+                )
+                .or_else(
+                    "Ec2InstanceMetadata",
+                    aws_config::imds::credentials::ImdsCredentialsProvider::builder()
+                        .configure(&c)
+                        .build(),
+                ),
+            )
+        }
+    })
+}
+
+/// The cache of one S3 store's credentials (None: anonymous access).
+pub fn s3_cache(r: &S3Resolved, region: &str, shown: &str) -> Option<awscreds::AwsCredentialCache> {
+    s3_provider(r, region).map(|p| {
+        awscreds::AwsCredentialCache::new(
+            p,
+            Explain {
+                from: r.from.clone(),
+                fix: r.fix.clone(),
+            },
+            shown.to_string(),
+        )
     })
 }
 
@@ -212,72 +327,182 @@ fn ini(path: &PathBuf, config_style: bool) -> BTreeMap<String, BTreeMap<String, 
     out
 }
 
-fn shared_profile_exists(name: &str) -> bool {
-    credentials_file().is_some_and(|f| ini(&f, false).contains_key(name))
-}
-
-fn profile(location: &str, name: &str) -> Result<S3Resolved, MissingCredentials> {
+/// A profile's settings from both shared files (the credentials file wins), or None when
+/// neither has it.
+fn profile_fields(name: &str) -> Option<BTreeMap<String, String>> {
     let creds = credentials_file()
         .map(|f| ini(&f, false))
         .unwrap_or_default();
     let conf = config_file().map(|f| ini(&f, true)).unwrap_or_default();
+    if !creds.contains_key(name) && !conf.contains_key(name) {
+        return None;
+    }
     let mut fields = conf.get(name).cloned().unwrap_or_default();
     fields.extend(creds.get(name).cloned().unwrap_or_default());
-    if fields.is_empty() {
+    Some(fields)
+}
+
+fn files_named() -> String {
+    format!(
+        "{} or {}",
+        credentials_file()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        config_file()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    )
+}
+
+fn is_sso(f: &BTreeMap<String, String>) -> bool {
+    f.contains_key("sso_session") || f.contains_key("sso_start_url")
+}
+
+/// What a profile is and what to run when it gives no credentials (names only). `named_by`
+/// says how the profile was chosen ("--profile", "AWS_PROFILE", ...).
+pub fn describe_profile(name: &str, named_by: &str) -> (String, String) {
+    let Some(f) = profile_fields(name) else {
+        return (
+            format!("AWS profile {name:?} ({named_by})"),
+            format!("add profile {name:?} to {}", files_named()),
+        );
+    };
+    let check =
+        format!("`aws sts get-caller-identity --profile {name}` shows the AWS CLI's own message");
+    if let Some(role) = f.get("role_arn") {
+        let _ = role;
+        if let Some(src) = f.get("source_profile") {
+            let from = format!(
+                "AWS profile {name:?} ({named_by}; role_arn, assumed with the credentials of source profile {src:?})"
+            );
+            // Follow the chain of source profiles to the first one that cannot work.
+            let mut seen = vec![name.to_string()];
+            let mut cur = src.clone();
+            loop {
+                let Some(sf) = profile_fields(&cur) else {
+                    return (
+                        from,
+                        format!(
+                            "its source profile {cur:?} is not defined in {}: add it, or fix the                              source_profile of profile {:?}",
+                            files_named(),
+                            seen.last().cloned().unwrap_or_default()
+                        ),
+                    );
+                };
+                if is_sso(&sf) {
+                    return (
+                        from,
+                        format!(
+                            "its source profile {cur:?} signs in with IAM Identity Center: run                              `aws sso login --profile {cur}`, then run the command again (a run                              resumes from its journal)"
+                        ),
+                    );
+                }
+                if seen.contains(&cur) {
+                    return (from, format!("its source profiles form a loop at {cur:?}"));
+                }
+                seen.push(cur.clone());
+                match sf.get("source_profile") {
+                    Some(next) if sf.contains_key("role_arn") && next != &cur => {
+                        cur = next.clone();
+                    }
+                    _ => {
+                        if !sf.contains_key("aws_access_key_id")
+                            && !sf.contains_key("credential_process")
+                            && !sf.contains_key("role_arn")
+                        {
+                            return (
+                                from,
+                                format!(
+                                    "its source profile {cur:?} has no credentials (no                                      aws_access_key_id, credential_process, role_arn or SSO                                      settings)"
+                                ),
+                            );
+                        }
+                        return (
+                            from,
+                            format!(
+                                "the role could not be assumed with the credentials of profile                                  {cur:?}, or they were refused; {check}"
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        let source = f
+            .get("credential_source")
+            .map(|c| format!("credential_source = {c}"))
+            .or_else(|| {
+                f.contains_key("web_identity_token_file")
+                    .then(|| "web_identity_token_file".to_string())
+            })
+            .unwrap_or_else(|| "no source_profile or credential_source".into());
+        return (
+            format!("AWS profile {name:?} ({named_by}; role_arn, {source})"),
+            format!("the role could not be assumed; {check}"),
+        );
+    }
+    if is_sso(&f) {
+        let how = match f.get("sso_session") {
+            Some(s) => format!("IAM Identity Center, sso_session {s:?}"),
+            None => "IAM Identity Center, legacy sso_start_url".into(),
+        };
+        return (
+            format!("AWS profile {name:?} ({named_by}; {how})"),
+            format!(
+                "the SSO sign-in is missing or expired: run `aws sso login --profile {name}`, then                  run the command again (a run resumes from its journal)"
+            ),
+        );
+    }
+    if f.contains_key("credential_process") {
+        return (
+            format!("AWS profile {name:?} ({named_by}; credential_process)"),
+            format!(
+                "its credential_process failed or printed no usable credentials (its output is not                  shown here); {check}"
+            ),
+        );
+    }
+    if f.contains_key("aws_access_key_id") {
+        return (
+            format!(
+                "AWS profile {name:?} ({named_by}; keys in {})",
+                files_named()
+            ),
+            format!("put valid keys in profile {name:?}; {check}"),
+        );
+    }
+    (
+        format!("AWS profile {name:?} ({named_by})"),
+        format!(
+            "profile {name:?} has no credentials (no aws_access_key_id, role_arn, SSO settings or              credential_process)"
+        ),
+    )
+}
+
+fn profile(location: &str, name: &str, named_by: &str) -> Result<S3Resolved, MissingCredentials> {
+    let Some(fields) = profile_fields(name) else {
         return Err(MissingCredentials {
             location: location.into(),
             hint: format!(
-                "AWS profile {name:?} is not in {} or {}",
-                credentials_file()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default(),
-                config_file()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
+                "AWS profile {name:?} ({named_by}) is not in {}",
+                files_named()
             ),
         });
-    }
-    for unsupported in [
-        "role_arn",
-        "sso_session",
-        "sso_start_url",
-        "credential_process",
-    ] {
-        if fields.contains_key(unsupported) && !fields.contains_key("aws_access_key_id") {
-            return Err(MissingCredentials {
-                location: location.into(),
-                hint: format!(
-                    "AWS profile {name:?} uses {unsupported}, which moverctl does not resolve yet; export temporary keys \
-                     (aws configure export-credentials --profile {name} --format env) and run again"
-                ),
-            });
-        }
-    }
-    match (
-        fields.get("aws_access_key_id"),
-        fields.get("aws_secret_access_key"),
-    ) {
-        (Some(k), Some(s)) => Ok(S3Resolved {
-            creds: S3Creds::Static(StaticKeys {
-                key_id: k.clone(),
-                secret: s.clone(),
-                token: fields.get("aws_session_token").cloned(),
-            }),
-            profile_region: fields.get("region").cloned(),
-            from: format!(
-                "AWS profile {name:?} ({})",
-                credentials_file()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
-            ),
-        }),
-        _ => Err(MissingCredentials {
-            location: location.into(),
-            hint: format!(
-                "AWS profile {name:?} has no aws_access_key_id and aws_secret_access_key"
-            ),
-        }),
-    }
+    };
+    let (from, fix) = describe_profile(name, named_by);
+    Ok(S3Resolved {
+        creds: S3Creds::Profile(name.to_string()),
+        profile_region: fields.get("region").cloned(),
+        from,
+        fix,
+    })
+}
+
+/// The region STS and SSO are asked in: `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's, else
+/// us-east-1 (not the store's: a non-AWS store's region means nothing to STS).
+pub fn sts_region(r: &S3Resolved) -> String {
+    env("AWS_REGION")
+        .or_else(|| env("AWS_DEFAULT_REGION"))
+        .or_else(|| r.profile_region.clone())
+        .unwrap_or_else(|| "us-east-1".into())
 }
 
 /// GCS: a service-account file from the remote, `GOOGLE_SERVICE_ACCOUNT`,

@@ -76,7 +76,8 @@ impl StoreErrorKind {
             "SignatureDoesNotMatch",
             "AuthenticationFailed",
             "AuthorizationFailure",
-        ]) {
+        ]) || expired_text(text)
+        {
             Self::Auth
         } else {
             Self::Other
@@ -99,6 +100,33 @@ impl fmt::Display for StoreErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Error codes (and messages) that mean the credentials expired or a fresh credential would
+/// cure the refusal: S3 answers `ExpiredToken` / `InvalidToken` / `TokenRefreshRequired` with
+/// 400 (sometimes 403), a presigned URL past its time "Request has expired".
+pub const EXPIRED_CODES: &[&str] = &[
+    "ExpiredToken",
+    "InvalidToken",
+    "TokenRefreshRequired",
+    "RequestExpired",
+    "Request has expired",
+    "The provided token has expired",
+];
+
+/// Whether an error code or text names expired credentials (see [`EXPIRED_CODES`]).
+pub fn expired_text(text: &str) -> bool {
+    EXPIRED_CODES.iter().any(|c| text.contains(c))
+}
+
+/// Whether a store error is a refusal that fresh credentials may cure: a 401, or a refusal whose
+/// code says the credentials expired. (A 403 AccessDenied is not: the same principal would be
+/// refused again.)
+pub fn is_expired_credentials(e: &object_store::Error) -> bool {
+    StoreErrorKind::of(e) == StoreErrorKind::Auth
+        && (http_status(e) == Some(401)
+            || matches!(e, object_store::Error::Unauthenticated { .. })
+            || expired_text(&e.to_string()))
 }
 
 /// An HTTP answer that ended a request moverctl made itself (a presigned HEAD, a LIST page), as
@@ -266,6 +294,18 @@ mod tests {
             K::Auth
         );
         assert_eq!(K::of(&generic("connection reset")), K::Other);
+        // Expired session credentials: S3 answers 400 ExpiredToken, which is no bad request.
+        let expired = retry_text(
+            "400 Bad Request",
+            "<Error><Code>ExpiredToken</Code><Message>The provided token has expired.</Message></Error>",
+        );
+        assert_eq!(K::of(&expired), K::Auth);
+        assert!(is_expired_credentials(&expired));
+        assert!(!is_expired_credentials(&retry_text(
+            "403 Forbidden",
+            "<Code>AccessDenied</Code>"
+        )));
+        assert!(is_expired_credentials(&retry_text("401 Unauthorized", "")));
         // A "503" that is not a status (a size, a key) is not a slow-down.
         assert_eq!(K::of(&generic("object part-503 is 503 bytes")), K::Other);
     }

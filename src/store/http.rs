@@ -201,6 +201,11 @@ pub struct Observer {
     /// Failed attempts of requests still being retried, by method and path: the retry number
     /// in log lines (object_store retries its own requests without telling).
     failing: Mutex<std::collections::HashMap<(String, String), u32>>,
+    /// The last answer refusing the credentials as expired or invalid (a 401, or 400 / 403 with
+    /// an [`super::error::EXPIRED_CODES`] code), and the last 400 / 403 without a body to say
+    /// why (a HEAD): which store of a copy refused, and whether renewing may help.
+    expired_at: Mutex<Option<std::time::Instant>>,
+    unexplained_at: Mutex<Option<std::time::Instant>>,
 }
 
 impl std::fmt::Debug for Observer {
@@ -242,6 +247,37 @@ impl Observer {
         }
         m.remove(&(method.to_string(), path.to_string()))
             .unwrap_or(0)
+    }
+
+    /// A request of this store was refused as expired or invalid credentials.
+    pub fn note_expired(&self) {
+        *self.expired_at.lock().expect("expired lock") = Some(std::time::Instant::now());
+    }
+
+    /// A request of this store was refused (400, 403) without a body saying why.
+    pub fn note_unexplained_refusal(&self) {
+        *self.unexplained_at.lock().expect("expired lock") = Some(std::time::Instant::now());
+    }
+
+    /// Whether a request was refused as expired since `t` (and whether one was refused without
+    /// saying why).
+    pub fn refused_since(&self, t: std::time::Instant) -> (bool, bool) {
+        let after = |m: &Mutex<Option<std::time::Instant>>| {
+            m.lock().expect("expired lock").is_some_and(|at| at >= t)
+        };
+        (after(&self.expired_at), after(&self.unexplained_at))
+    }
+
+    /// Notes a refusal by status and error body (see [`Observer::note_expired`]).
+    pub fn judge_refusal(&self, status: u16, body: &[u8]) {
+        if !matches!(status, 400 | 401 | 403) {
+            return;
+        }
+        if status == 401 || super::error::expired_text(&String::from_utf8_lossy(body)) {
+            self.note_expired();
+        } else if body.is_empty() {
+            self.note_unexplained_refusal();
+        }
     }
 
     /// Calls `f` on every throttling answer (503, 429) from now on.
@@ -364,6 +400,14 @@ impl HttpService for Observed {
                 ms,
                 "request"
             );
+        }
+        if matches!(status, 400 | 401 | 403) {
+            // Which store refused, and whether as expired credentials: the error body is small
+            // (an XML or JSON error) and is read here and handed on unchanged.
+            let (parts, body) = res.into_parts();
+            let bytes = body.bytes().await.unwrap_or_default();
+            self.observer.judge_refusal(status, &bytes);
+            res = HttpResponse::from_parts(parts, bytes.into());
         }
         let found = DigestHeaders::of(res.headers());
         let _ = CAPTURE.try_with(|c| {

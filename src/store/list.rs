@@ -360,6 +360,7 @@ fn s3_listing(
             store.observer.clone(),
             store.retry_window,
         )
+        .credentials(store.aws_credentials.clone())
         .start_after(
             store
                 .range

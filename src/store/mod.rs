@@ -3,6 +3,7 @@
 //! places, and a listing that is always sorted by key bytes, streams in constant memory, and
 //! reports keys object_store refuses instead of stopping.
 
+pub mod awscreds;
 pub mod caps;
 pub mod config;
 pub mod creds;
@@ -17,6 +18,7 @@ pub mod s3list;
 
 pub use error::StoreErrorKind;
 
+use awscreds::AwsCredentialCache;
 use config::{Remote, Remotes};
 use location::{Location, LocationError};
 use object_store::aws::{AmazonS3Builder, AwsCredential};
@@ -92,6 +94,9 @@ pub struct Store {
     pub credentials: String,
     /// Only the keys of this range are listed (a shard of a plan); None: every key.
     pub range: Option<crate::shard::KeyRange>,
+    /// S3: the cache every request of this store (and of its `crc_writer`) signs with; None for
+    /// anonymous access and other stores.
+    pub aws_credentials: Option<Arc<AwsCredentialCache>>,
     /// Set when the store is used for one object only (`copy FILE DST`): see [`SingleKey`].
     pub single: Option<SingleKey>,
     /// S3: the same location opened to send `x-amz-checksum-crc64nvme` with every write; used
@@ -282,27 +287,48 @@ pub fn build_s3(
     remote: Option<&Remote>,
     observer: Arc<http::Observer>,
 ) -> Result<Arc<object_store::aws::AmazonS3>, OpenError> {
-    build_s3_described(loc, bucket, remote, observer, false).map(|(s, _)| s)
+    let auth = s3_auth(loc, remote)?;
+    build_s3_with(loc, bucket, remote, observer, false, &auth)
 }
 
-/// [`build_s3`], and where its credentials came from (named, never a value).
-fn build_s3_described(
+/// Where an S3 location's credentials come from, and the cache its requests sign with.
+pub struct S3Auth {
+    /// None: anonymous access.
+    pub cache: Option<Arc<AwsCredentialCache>>,
+    /// Named, never a value.
+    pub from: String,
+    pub profile_region: Option<String>,
+}
+
+/// Resolve an S3 location's credentials (see [`creds::s3`]) into the cache its requests use.
+pub fn s3_auth(loc: &Location, remote: Option<&Remote>) -> Result<S3Auth, OpenError> {
+    let shown = loc.shown();
+    let resolved = creds::s3(&shown, remote)?;
+    let sts_region = creds::sts_region(&resolved);
+    Ok(S3Auth {
+        cache: creds::s3_cache(&resolved, &sts_region, &shown).map(Arc::new),
+        from: resolved.from,
+        profile_region: resolved.profile_region,
+    })
+}
+
+/// [`build_s3`] with credentials already resolved (a store and its CRC64 writer share them).
+fn build_s3_with(
     loc: &Location,
     bucket: &str,
     remote: Option<&Remote>,
     observer: Arc<http::Observer>,
     crc64: bool,
-) -> Result<(Arc<object_store::aws::AmazonS3>, String), OpenError> {
+    auth: &S3Auth,
+) -> Result<Arc<object_store::aws::AmazonS3>, OpenError> {
     let shown = loc.shown();
     let provider = remote.and_then(|r| r.provider.clone());
     let endpoint = s3_endpoint_with(remote, &shown, &process_env)?;
-    let resolved = creds::s3(&shown, remote)?;
-    let from = resolved.from.clone();
     let region = remote
         .and_then(|r| r.region.clone())
         .or_else(|| std::env::var("AWS_REGION").ok())
         .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
-        .or(resolved.profile_region.clone())
+        .or(auth.profile_region.clone())
         .unwrap_or_else(|| "us-east-1".to_string());
     let allow_http = remote.and_then(|r| r.allow_http).unwrap_or_else(|| {
         endpoint
@@ -337,27 +363,11 @@ fn build_s3_described(
         // B2 rejects the checksum header object_store's bulk delete always sends.
         b = b.with_disable_bulk_delete(true);
     }
-    b = match resolved.creds {
-        creds::S3Creds::Static(k) => {
-            b.with_credentials(Arc::new(StaticCredentialProvider::new(AwsCredential {
-                key_id: k.key_id,
-                secret_key: k.secret,
-                token: k.token,
-            })))
-        }
-        creds::S3Creds::Delegated(kv) => {
-            let mut b = b;
-            for (k, v) in kv {
-                if let Ok(key) = k.parse() {
-                    b = b.with_config(key, v);
-                }
-            }
-            b
-        }
-        creds::S3Creds::Instance => b,
+    b = match &auth.cache {
+        Some(c) => b.with_credentials(c.clone()),
         // No request is signed; the placeholder key only lets object_store's presigner build
         // URLs (the lister drops their signature) without looking for instance credentials.
-        creds::S3Creds::Anonymous => {
+        None => {
             b.with_skip_signature(true)
                 .with_credentials(Arc::new(StaticCredentialProvider::new(AwsCredential {
                     key_id: "anonymous".into(),
@@ -366,7 +376,7 @@ fn build_s3_described(
                 })))
         }
     };
-    Ok((Arc::new(b.build().map_err(|e| build_err(loc, e))?), from))
+    Ok(Arc::new(b.build().map_err(|e| build_err(loc, e))?))
 }
 
 /// The remote a location names, if any.
@@ -432,14 +442,15 @@ impl Store {
         observer.set_label(shown.clone());
         match &loc {
             Location::S3 { bucket, .. } => {
-                let (s, credentials) =
-                    build_s3_described(&loc, bucket, remote, observer.clone(), false)?;
+                let auth = s3_auth(&loc, remote)?;
+                let credentials = auth.from.clone();
+                let s = build_s3_with(&loc, bucket, remote, observer.clone(), false, &auth)?;
                 // The only way `creds::s3` resolves to anonymous access.
                 let s3_anonymous = remote.is_some_and(|r| r.anonymous);
                 let crc_writer = if s3_anonymous {
                     None
                 } else {
-                    let (c, _) = build_s3_described(&loc, bucket, remote, observer.clone(), true)?;
+                    let c = build_s3_with(&loc, bucket, remote, observer.clone(), true, &auth)?;
                     Some(CrcWriter {
                         inner: c.clone(),
                         multipart: c,
@@ -469,6 +480,7 @@ impl Store {
                     credentials,
                     identity: identity.clone(),
                     single: None,
+                    aws_credentials: auth.cache.clone(),
                     crc_writer,
                 })
             }
@@ -511,6 +523,7 @@ impl Store {
                     credentials,
                     identity: identity.clone(),
                     single: None,
+                    aws_credentials: None,
                     crc_writer: None,
                 })
             }
@@ -570,6 +583,7 @@ impl Store {
                     credentials,
                     identity: identity.clone(),
                     single: None,
+                    aws_credentials: None,
                     crc_writer: None,
                 })
             }
@@ -607,6 +621,7 @@ impl Store {
                     credentials: "none needed (a local folder)".into(),
                     identity: identity.clone(),
                     single: None,
+                    aws_credentials: None,
                     crc_writer: None,
                 })
             }
@@ -632,6 +647,7 @@ impl Store {
                     credentials: "none needed (in memory)".into(),
                     identity: identity.clone(),
                     single: None,
+                    aws_credentials: None,
                     crc_writer: None,
                 })
             }
@@ -659,6 +675,18 @@ impl Store {
 
     pub fn shown(&self) -> String {
         self.location.shown()
+    }
+
+    /// No fresh credentials can be had for this store ([`awscreds`]): what to run about it.
+    pub fn credentials_spent(&self) -> Option<String> {
+        self.aws_credentials.as_ref().and_then(|c| c.is_spent())
+    }
+
+    /// A request of an attempt that started at `started` was refused as expired or invalid
+    /// credentials: drop them so the next request renews (see [`AwsCredentialCache::refused`]).
+    /// None: this store has no renewable credentials.
+    pub fn credentials_refused(&self, started: std::time::Instant) -> Option<awscreds::Refusal> {
+        self.aws_credentials.as_ref().map(|c| c.refused(started))
     }
 }
 

@@ -92,6 +92,8 @@ pub struct S3Pages {
     window: Duration,
     /// Full key the listing starts after (S3 `start-after`, a shard's exclusive start).
     start_after: Option<String>,
+    /// The store's credentials: a page refused as expired is asked again once, renewed.
+    credentials: Option<Arc<super::awscreds::AwsCredentialCache>>,
 }
 
 impl S3Pages {
@@ -120,7 +122,14 @@ impl S3Pages {
             observer,
             window,
             start_after: None,
+            credentials: None,
         }
+    }
+
+    /// The cache the store's requests sign with (see [`super::awscreds`]).
+    pub fn credentials(mut self, c: Option<Arc<super::awscreds::AwsCredentialCache>>) -> S3Pages {
+        self.credentials = c;
+        self
     }
 
     /// Start the listing after this full key (sent with the first page only).
@@ -163,10 +172,25 @@ impl S3Pages {
     /// attempt is counted in `requests`.
     pub async fn page(&self, token: Option<&str>, requests: &AtomicU64) -> Result<Page, PageError> {
         let mut backoff = Backoff::with_window(self.window);
+        let mut renewed = false;
         loop {
             requests.fetch_add(1, Relaxed);
+            let started = std::time::Instant::now();
             let (status, why) = match self.attempt(token).await {
                 Ok(p) => return Ok(p),
+                Err(Attempt::Stop(PageError::Denied(h))) => {
+                    // Refused as expired: once more with renewed credentials.
+                    let expired = self.observer.refused_since(started).0;
+                    if !renewed
+                        && expired
+                        && let Some(c) = &self.credentials
+                        && c.refused(started) == super::awscreds::Refusal::Retry
+                    {
+                        renewed = true;
+                        continue;
+                    }
+                    return Err(PageError::Denied(h));
+                }
                 Err(Attempt::Stop(e)) => return Err(e),
                 Err(Attempt::Retry { status, why }) => (status, why),
             };
@@ -202,6 +226,9 @@ impl S3Pages {
         let status = resp.status().as_u16();
         self.observer.saw(status);
         let body = resp.bytes().await;
+        if let Ok(b) = &body {
+            self.observer.judge_refusal(status, b);
+        }
         if !(200..300).contains(&status) {
             let detail = body.ok().map(|b| s3_error(&b)).unwrap_or_default();
             let why = format!("the store answered LIST with {status}{detail}");
@@ -210,7 +237,10 @@ impl S3Pages {
                     status: Some(status),
                     why,
                 }
-            } else if status == 401 || status == 403 {
+            } else if status == 401
+                || status == 403
+                || status == 400 && super::error::expired_text(&why)
+            {
                 Attempt::Stop(PageError::Denied(HttpStatus {
                     status,
                     message: why,

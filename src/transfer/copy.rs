@@ -847,6 +847,7 @@ async fn raw_head_at(
         let failure = match req.send().await {
             Ok(resp) => {
                 let status = resp.status().as_u16();
+                at.store.observer.judge_refusal(status, b"");
                 match status {
                     200..=299 => return Ok(Some(DigestHeaders::of(resp.headers()))),
                     412 => return Err(CopyError::SourceChanged),

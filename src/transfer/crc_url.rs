@@ -248,6 +248,8 @@ enum Answer {
 fn answer_of(status: u16, code: &str) -> Answer {
     match status {
         200..=299 => Answer::Taken,
+        // Expired credentials: renewed, the write is tried again by URL (`copy_with_retries`).
+        400 | 401 | 403 if crate::store::error::expired_text(code) => Answer::Failed,
         400 if matches!(
             code,
             "BadDigest" | "InvalidDigest" | "XAmzContentChecksumMismatch"

@@ -595,6 +595,13 @@ async fn send(
             {
                 off()
             }
+            // Expired credentials are no reason to stream instead (see `copy_with_retries`).
+            400 | 401 | 403 if crate::store::error::expired_text(&code) => {
+                Verdict::Fail(Refused::Copy(generic(
+                    format!("the store answered {} {code}", reply.status),
+                    Some(reply.status),
+                )))
+            }
             401 | 403 | 405 | 501 => off(),
             s if retryable_status(s) => {
                 Verdict::Retry(format!("the store answered {s} {code}"), Some(s))

@@ -241,6 +241,13 @@ pub struct Report {
     pub throttle_events: u64,
     pub elapsed: Duration,
     pub interrupted: bool,
+    /// The run stopped before the end because credentials were refused and could not be
+    /// renewed (see [`credentials_stop`]): why, and what to run. The objects not tried are in
+    /// no journal row; the next run copies them.
+    pub stopped_for_credentials: Option<String>,
+    /// Objects in a row (by finishing order) that failed because a store refused the
+    /// credentials; a success resets it.
+    pub auth_streak: usize,
     pub dry_run: bool,
     /// Objects listed at the source within `--include`/`--exclude` (refused keys not counted).
     pub src_objects: u64,
@@ -510,6 +517,11 @@ impl Run {
                 report.interrupted = true;
                 break;
             }
+            if let Some(why) = credentials_stop(&ctx, &report) {
+                tracing::warn!(target: "moverctl::copy", "stopping the run: {why}");
+                report.stopped_for_credentials = Some(why);
+                break;
+            }
             let next = differ.next(journal.as_deref()).await;
             let Some(item) = next else { break };
             let action = match item? {
@@ -744,13 +756,65 @@ async fn handle_object(
     (entry, res.map(|o| Done::Copied(o, reason)), attempts)
 }
 
+/// Whether the run must stop for its credentials, and why: a store's credentials are spent (no
+/// fresh ones can be had, see [`crate::store::awscreds`]), or so many objects in a row were
+/// refused for their credentials that the rest would be too (a revoked key, a store that
+/// refuses everything): at least 4, and at least one per copy slot.
+fn credentials_stop(ctx: &Ctx, report: &Report) -> Option<String> {
+    for s in [&ctx.src, &ctx.dst] {
+        if let Some(m) = s.credentials_spent() {
+            return Some(format!(
+                "{}: {m}; the objects not tried yet are left for the next run",
+                s.shown()
+            ));
+        }
+    }
+    let limit = ctx.opts.transfers.max(4);
+    (report.auth_streak >= limit).then(|| {
+        format!(
+            "{} objects in a row failed because a store refused the credentials; the rest would \
+             be refused too, so they are left for the next run",
+            report.auth_streak
+        )
+    })
+}
+
+/// After an attempt that started at `started` ended with a refusal of the credentials: the
+/// stores whose requests were refused as expired or invalid (or without saying why while their
+/// credentials are about to expire) drop their credentials. True when each of them can renew
+/// (the object is worth one more attempt); false when none was refused that way or one is
+/// spent.
+fn renew_after_refusal(ctx: &Ctx, e: &CopyError, started: Instant) -> bool {
+    if e.kind() != Some(StoreErrorKind::Auth) {
+        return false;
+    }
+    let mut renewing = false;
+    for s in [&ctx.src, &ctx.dst] {
+        let Some(c) = &s.aws_credentials else {
+            continue;
+        };
+        let (expired, unexplained) = s.observer.refused_since(started);
+        if !(expired || unexplained && c.expiring(Duration::from_secs(120))) {
+            continue;
+        }
+        match c.refused(started) {
+            crate::store::awscreds::Refusal::Retry => renewing = true,
+            crate::store::awscreds::Refusal::Spent(_) => return false,
+        }
+    }
+    renewing
+}
+
 /// Copy one object, retrying retryable errors up to `--retries` times (a growing pause between
-/// attempts, the window slot held through it); returns how it ended and the attempts made.
+/// attempts, the window slot held through it); returns how it ended and the attempts made. A
+/// refusal of expired credentials is tried once more with renewed ones.
 async fn copy_with_retries(ctx: &Ctx, entry: &Entry) -> (Result<copy::Outcome, CopyError>, u32) {
     let mut attempt = 0u32;
+    let mut renewed = false;
     loop {
         attempt += 1;
         let _slot = ctx.limits.acquire_slot().await;
+        let started = Instant::now();
         match copy_object(ctx, entry).await {
             Ok(o) => {
                 ctx.limits.on_success();
@@ -761,6 +825,17 @@ async fn copy_with_retries(ctx: &Ctx, entry: &Entry) -> (Result<copy::Outcome, C
                 // observer; this one ended the attempt.)
                 if is_throttle(&e) {
                     ctx.limits.on_throttled();
+                }
+                if !renewed && renew_after_refusal(ctx, &e, started) {
+                    renewed = true;
+                    tracing::info!(
+                        target: "moverctl::copy",
+                        key = %entry.key,
+                        attempt,
+                        "{}: the credentials were refused as expired; trying again with renewed ones",
+                        entry.key
+                    );
+                    continue;
                 }
                 if !e.retryable() || attempt > ctx.opts.retries {
                     tracing::warn!(
@@ -797,6 +872,11 @@ fn tally(
     (entry, res, attempts): Finished,
 ) {
     report.retries += u64::from(attempts.saturating_sub(1));
+    match &res {
+        Err(e) if e.kind() == Some(StoreErrorKind::Auth) => report.auth_streak += 1,
+        Err(_) => {}
+        Ok(_) => report.auth_streak = 0,
+    }
     let res = match res {
         Ok(Done::Skipped(reason)) => {
             report.skipped += 1;

@@ -751,6 +751,7 @@ pub(super) async fn put_signed<T, S: Future<Output = Result<url::Url, Refused>>>
                 ctx.dst.observer.saw(status);
                 let headers = resp.headers().clone();
                 let body = resp.text().await.unwrap_or_default();
+                ctx.dst.observer.judge_refusal(status, body.as_bytes());
                 tracing::debug!(
                     target: "moverctl::http",
                     method = "PUT",
@@ -832,6 +833,12 @@ async fn send(
                 400 if code == "NotImplemented" || code == "InvalidRequest" => {
                     Verdict::Fail(Refused::Off(format!("{} {code}", reply.status)))
                 }
+                // Expired credentials are no reason to stream instead: renewed, the copy is tried
+                // again (see `copy_with_retries`).
+                400 | 401 | 403 if crate::store::error::expired_text(&code) => failed(
+                    format!("the store answered {} {code}", reply.status),
+                    Some(reply.status),
+                ),
                 401 | 403 | 405 | 501 => {
                     Verdict::Fail(Refused::Off(format!("{} {code}", reply.status)))
                 }

@@ -207,6 +207,7 @@ pub(super) async fn copy(
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let text = resp.text().await.unwrap_or_default();
+    ctx.dst.observer.judge_refusal(status, text.as_bytes());
     if let Some(read) = read_error.lock().expect("error slot").take() {
         return Err(read);
     }

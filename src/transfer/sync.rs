@@ -58,7 +58,10 @@ pub async fn run(
     };
     let dst = run.dst.clone();
     let report = run.run_with(join, on_event, |e| candidates.push(e)).await?;
-    let copy_ok = !report.interrupted && report.failed.is_empty() && report.refused.is_empty();
+    let copy_ok = !report.interrupted
+        && report.stopped_for_credentials.is_none()
+        && report.failed.is_empty()
+        && report.refused.is_empty();
     let deletes = candidates
         .finish(
             &dst,
