@@ -348,6 +348,53 @@ impl ProvideCredentials for FixedKeys {
     }
 }
 
+/// A role assumed for `duration_seconds` (a profile's setting aws-config's profile provider
+/// does not pass on): STS AssumeRole with the source's credentials, the STS client built on
+/// first use (`AWS_ENDPOINT_URL_STS` / `AWS_ENDPOINT_URL` name its endpoint, as for the CLI).
+#[derive(Debug)]
+pub struct TimedRole {
+    pub role_arn: String,
+    pub external_id: Option<String>,
+    pub session_name: Option<String>,
+    pub length: Duration,
+    pub region: String,
+    pub source: SharedCredentialsProvider,
+    pub built: tokio::sync::OnceCell<aws_config::sts::AssumeRoleProvider>,
+}
+
+impl ProvideCredentials for TimedRole {
+    fn provide_credentials<'a>(
+        &'a self,
+    ) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        aws_credential_types::provider::future::ProvideCredentials::new(async move {
+            let p = self
+                .built
+                .get_or_init(|| async {
+                    let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                        .region(aws_config::Region::new(self.region.clone()))
+                        .credentials_provider(self.source.clone())
+                        .load()
+                        .await;
+                    let mut b = aws_config::sts::AssumeRoleProvider::builder(&self.role_arn)
+                        .session_length(self.length)
+                        .configure(&conf);
+                    if let Some(e) = &self.external_id {
+                        b = b.external_id(e);
+                    }
+                    if let Some(n) = &self.session_name {
+                        b = b.session_name(n);
+                    }
+                    b.build().await
+                })
+                .await;
+            p.provide_credentials().await
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

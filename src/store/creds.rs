@@ -38,8 +38,9 @@ pub enum S3Creds {
     /// One named profile (a remote's `profile`, `--profile`): aws-config's profile provider.
     Profile(String),
     /// The AWS CLI's chain after the environment's keys: `AWS_PROFILE` or the `default`
-    /// profile, web identity, container credentials, instance metadata.
-    Chain,
+    /// profile (named here when the shared files have it), web identity, container credentials,
+    /// instance metadata.
+    Chain(Option<String>),
     Anonymous,
 }
 
@@ -162,12 +163,12 @@ pub fn s3(location: &str, remote: Option<&Remote>) -> Result<S3Resolved, Missing
     }
     if let Some(p) = env("AWS_PROFILE") {
         let mut r = profile(location, &p, "AWS_PROFILE")?;
-        r.creds = S3Creds::Chain;
+        r.creds = S3Creds::Chain(Some(p));
         return Ok(r);
     }
     if profile_fields("default").is_some() {
         let mut r = profile(location, "default", "the default profile")?;
-        r.creds = S3Creds::Chain;
+        r.creds = S3Creds::Chain(Some("default".into()));
         return Ok(r);
     }
     let (from, fix) = if env("AWS_WEB_IDENTITY_TOKEN_FILE").is_some() {
@@ -195,7 +196,7 @@ pub fn s3(location: &str, remote: Option<&Remote>) -> Result<S3Resolved, Missing
         )
     };
     Ok(S3Resolved {
-        creds: S3Creds::Chain,
+        creds: S3Creds::Chain(None),
         profile_region: None,
         from,
         fix,
@@ -226,13 +227,8 @@ pub fn s3_provider(
                 "moverctl",
             )))
         }
-        S3Creds::Profile(name) => Shared::new(
-            aws_config::profile::ProfileFileCredentialsProvider::builder()
-                .configure(&conf())
-                .profile_name(name)
-                .build(),
-        ),
-        S3Creds::Chain => {
+        S3Creds::Profile(name) => profile_provider(name, &conf(), region, 0),
+        S3Creds::Chain(profile) => {
             let c = conf();
             Shared::new(
                 CredentialsProviderChain::first_try(
@@ -241,9 +237,14 @@ pub fn s3_provider(
                 )
                 .or_else(
                     "Profile",
-                    aws_config::profile::ProfileFileCredentialsProvider::builder()
-                        .configure(&c)
-                        .build(),
+                    match profile {
+                        Some(p) => profile_provider(p, &c, region, 0),
+                        None => Shared::new(
+                            aws_config::profile::ProfileFileCredentialsProvider::builder()
+                                .configure(&c)
+                                .build(),
+                        ),
+                    },
                 )
                 .or_else(
                     "WebIdentityToken",
@@ -265,6 +266,80 @@ pub fn s3_provider(
                 ),
             )
         }
+    })
+}
+
+/// One profile's provider: aws-config's profile provider, except for a role with
+/// `duration_seconds` (which aws-config does not pass to STS): that role is assumed here, with
+/// its source (a source profile, resolved the same way, or a `credential_source`).
+fn profile_provider(
+    name: &str,
+    conf: &aws_config::provider_config::ProviderConfig,
+    region: &str,
+    depth: usize,
+) -> aws_credential_types::provider::SharedCredentialsProvider {
+    use aws_credential_types::provider::SharedCredentialsProvider as Shared;
+    let aws_config_s = || {
+        Shared::new(
+            aws_config::profile::ProfileFileCredentialsProvider::builder()
+                .configure(conf)
+                .profile_name(name)
+                .build(),
+        )
+    };
+    let f = profile_fields(name).unwrap_or_default();
+    let (Some(role), Some(secs)) = (
+        f.get("role_arn"),
+        f.get("duration_seconds")
+            .and_then(|d| d.parse::<u64>().ok()),
+    ) else {
+        return aws_config_s();
+    };
+    if depth > 8 {
+        return aws_config_s();
+    }
+    let source = match (f.get("source_profile"), f.get("credential_source")) {
+        (Some(src), _) if src == name => {
+            match (f.get("aws_access_key_id"), f.get("aws_secret_access_key")) {
+                (Some(k), Some(s)) => {
+                    Shared::new(awscreds::FixedKeys(aws_credential_types::Credentials::new(
+                        k.clone(),
+                        s.clone(),
+                        f.get("aws_session_token").cloned(),
+                        None,
+                        "profile",
+                    )))
+                }
+                _ => return aws_config_s(),
+            }
+        }
+        (Some(src), _) => profile_provider(src, conf, region, depth + 1),
+        (None, Some(cs)) => match cs.as_str() {
+            "Environment" => Shared::new(
+                aws_config::environment::credentials::EnvironmentVariableCredentialsProvider::new(),
+            ),
+            "Ec2InstanceMetadata" => Shared::new(
+                aws_config::imds::credentials::ImdsCredentialsProvider::builder()
+                    .configure(conf)
+                    .build(),
+            ),
+            "EcsContainer" => Shared::new(
+                aws_config::ecs::EcsCredentialsProvider::builder()
+                    .configure(conf)
+                    .build(),
+            ),
+            _ => return aws_config_s(),
+        },
+        (None, None) => return aws_config_s(),
+    };
+    Shared::new(awscreds::TimedRole {
+        role_arn: role.clone(),
+        external_id: f.get("external_id").cloned(),
+        session_name: f.get("role_session_name").cloned(),
+        length: std::time::Duration::from_secs(secs),
+        region: region.to_string(),
+        source,
+        built: tokio::sync::OnceCell::new(),
     })
 }
 

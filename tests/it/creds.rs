@@ -323,3 +323,356 @@ async fn credentials_refused_mid_run_are_exit_4() {
         );
     }
 }
+
+// ---- Issue 26: credentials as teams have them, renewed through a run -------------------------
+
+/// A command that sees only the AWS configuration a test writes: a temporary HOME, shared files
+/// in `dir`, no AWS_* keys, profile or endpoint from the environment, no instance metadata.
+fn aws_isolated(dir: &std::path::Path) -> std::process::Command {
+    let mut c = moverctl();
+    for v in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_ENDPOINT_URL_STS",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CREDENTIAL_EXPIRATION",
+    ] {
+        c.env_remove(v);
+    }
+    c.env("HOME", dir)
+        .env("AWS_CONFIG_FILE", dir.join("aws-config"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", dir.join("aws-credentials"))
+        .env("AWS_EC2_METADATA_DISABLED", "true");
+    c
+}
+
+/// `n` local files of `size` bytes under `dir/src`.
+fn local_files(dir: &std::path::Path, n: usize, size: usize) -> std::path::PathBuf {
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..n {
+        std::fs::write(
+            src.join(format!("f{i:03}")),
+            vec![b'a' + (i % 26) as u8; size],
+        )
+        .unwrap();
+    }
+    src
+}
+
+/// No key, secret or token of the test servers (or moto's) in what a command printed.
+fn assert_no_secret(o: &Output, s: &super::Servers, more: &[&str]) {
+    let t = text(o);
+    for secret in [s.secret.as_str(), s.key_id.as_str()].iter().chain(more) {
+        assert!(!t.contains(secret), "a secret was printed: {t}");
+    }
+    assert!(!t.contains("ASIA") && !t.contains("FQoGZXIvYXdzE"), "{t}");
+}
+
+/// A credential_process handing out the test server's keys valid for 12 s, through a run of
+/// about 30 s: the cache renews them at half their life, so the process runs a handful of times
+/// (not once per request, not once for the whole run), and no request fails. Fails with a
+/// provider call per request (about 100 runs of the script) or without renewal (expired keys).
+#[test]
+fn a_credential_process_with_short_lived_keys_is_run_a_handful_of_times() {
+    let Some(s) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls");
+    let script = dir.path().join("creds.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho x >> '{}'\nexp=$(date -u -d '+12 seconds' +%Y-%m-%dT%H:%M:%SZ)\n\
+             printf '{{\"Version\": 1, \"AccessKeyId\": \"%s\", \"SecretAccessKey\": \"%s\", \"Expiration\": \"%s\"}}' \
+             \"$MOVERCTL_TEST_S3_KEY_ID\" \"$MOVERCTL_TEST_S3_SECRET\" \"$exp\"\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("aws-config"),
+        format!(
+            "[profile proc]\ncredential_process = sh {}\nregion = {}\n",
+            script.display(),
+            s.region
+        ),
+    )
+    .unwrap();
+    let src = local_files(dir.path(), 30, 32 << 10);
+    let prefix = unique("creds-process");
+    let started = std::time::Instant::now();
+    let o = aws_isolated(dir.path())
+        .args([
+            "copy",
+            "--profile",
+            "proc",
+            "--transfers",
+            "4",
+            "--bwlimit",
+            "32KiB/s",
+        ])
+        .arg(&src)
+        .arg(format!("s3://{}/{prefix}", s.bucket_b))
+        .env("AWS_ENDPOINT_URL_S3", &s.s3_endpoint)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(o.status.success(), "{}", text(&o));
+    // 30 PUTs for 30 objects: no request was refused or tried again.
+    assert!(text(&o).contains("PUT 30 ("), "{}", text(&o));
+    assert!(
+        took.as_secs() >= 20,
+        "the run must outlive the keys: {took:?}"
+    );
+    let runs = std::fs::read_to_string(&calls).unwrap().lines().count();
+    eprintln!("credential_process runs: {runs} in {took:?}");
+    assert!(
+        (3..=10).contains(&runs),
+        "the credential_process ran {runs} times in {took:?} (keys live 12 s, renewed at 6 s)"
+    );
+    assert_no_secret(&o, &s, &[]);
+}
+
+/// A role profile (`role_arn` + `source_profile`, `duration_seconds = 10`) resolved through a
+/// real STS (moto's AssumeRole behind a proxy that counts the calls) and used against moto's
+/// S3: every S3 request is signed with an assumed-role key (moto hands out a new ASIA key per
+/// AssumeRole) and, over a run of about 20 s, with more than one of them (renewed), with a
+/// handful of STS calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_assumed_role_is_resolved_through_sts_used_and_renewed() {
+    use super::faults::proxy::Proxy;
+    let Some(s) = servers() else { return };
+    let Some(mut moto) = super::probe::start_moto() else {
+        return;
+    };
+    moto.create_bucket("rolebucket");
+    let moto_addr: std::net::SocketAddr = format!("127.0.0.1:{}", moto.port).parse().unwrap();
+    let sts = Proxy::start(moto_addr).await;
+    let s3 = Proxy::start(moto_addr).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("aws-credentials"),
+        "[base]\naws_access_key_id = AKIABASEPROFILE0001\naws_secret_access_key = base-secret-never-printed\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("aws-config"),
+        "[profile mover]\nrole_arn = arn:aws:iam::123456789012:role/mover\nsource_profile = base\n\
+         duration_seconds = 10\nregion = us-east-1\n",
+    )
+    .unwrap();
+    let src = local_files(dir.path(), 20, 16 << 10);
+    let (sts_url, s3_url) = (sts.endpoint(), s3.endpoint());
+    let mut c = aws_isolated(dir.path());
+    c.args(["copy", "--transfers", "2", "--bwlimit", "16KiB/s"])
+        .arg(&src)
+        .arg("s3://rolebucket/assumed")
+        .env("AWS_PROFILE", "mover")
+        .env("AWS_ENDPOINT_URL_STS", &sts_url)
+        .env("AWS_ENDPOINT_URL_S3", &s3_url);
+    let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let assume_calls = sts.log().iter().filter(|r| r.0 == "POST").count();
+    assert!(
+        (2..=8).contains(&assume_calls),
+        "{assume_calls} AssumeRole calls over a run of ~20 s with 10 s sessions"
+    );
+    let mut keys = std::collections::BTreeSet::new();
+    for (_, target, headers) in s3.log() {
+        let auth = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+            .map(|(_, v)| v.clone())
+            .or_else(|| {
+                // Presigned requests carry the key in the query.
+                target
+                    .split_once("X-Amz-Credential=")
+                    .map(|(_, r)| format!("Credential={r}"))
+            })
+            .unwrap_or_else(|| panic!("an unsigned request: {target}"));
+        let key = auth
+            .split_once("Credential=")
+            .map(|(_, r)| r.split(['/', '%']).next().unwrap_or_default().to_string())
+            .unwrap();
+        assert!(
+            key.starts_with("ASIA"),
+            "signed with {key}, not an assumed role"
+        );
+        keys.insert(key);
+    }
+    assert!(
+        keys.len() >= 2,
+        "one assumed-role key for the whole run: {keys:?}"
+    );
+    assert_no_secret(&o, &s, &["base-secret-never-printed"]);
+}
+
+/// A role whose source profile is not defined (or has no credentials) is exit 4, naming both
+/// profiles; nothing is sent to STS.
+#[test]
+fn a_role_whose_source_profile_is_broken_is_exit_4_naming_the_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("aws-config"),
+        "[profile deploy]\nrole_arn = arn:aws:iam::123456789012:role/deploy\nsource_profile = ghost\n\
+         [profile hollow]\nrole_arn = arn:aws:iam::123456789012:role/deploy\nsource_profile = empty\n\
+         [profile empty]\nregion = us-east-1\n",
+    )
+    .unwrap();
+    for (profile, source, says) in [
+        ("deploy", "ghost", "is not defined"),
+        ("hollow", "empty", "has no credentials"),
+    ] {
+        let o = aws_isolated(dir.path())
+            .args(["ls", "--profile", profile, "s3://bucket/x"])
+            .env("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9")
+            .env("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(4), "{t}");
+        assert!(
+            t.contains(&format!("{profile:?}"))
+                && t.contains(&format!("{source:?}"))
+                && t.contains(says),
+            "{t}"
+        );
+    }
+}
+
+/// An SSO profile (sso_session, and the legacy form) with no cached sign-in is exit 4 saying
+/// `aws sso login --profile NAME`; the SSO service is never reached.
+#[test]
+fn an_sso_profile_without_a_sign_in_is_exit_4_saying_aws_sso_login() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("aws-config"),
+        "[profile corp]\nsso_session = corp\nsso_account_id = 123456789012\nsso_role_name = Mover\n\
+         region = us-east-1\n\
+         [sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = us-east-1\n\
+         sso_registration_scopes = sso:account:access\n\
+         [profile legacy]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = us-east-1\n\
+         sso_account_id = 123456789012\nsso_role_name = Mover\n",
+    )
+    .unwrap();
+    for profile in ["corp", "legacy"] {
+        let o = aws_isolated(dir.path())
+            .args(["ls", "s3://bucket/x"])
+            .env("AWS_PROFILE", profile)
+            .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(4), "{t}");
+        assert!(
+            t.contains(&format!("aws sso login --profile {profile}")),
+            "{t}"
+        );
+    }
+}
+
+/// Session credentials refused mid-run (403 ExpiredToken from request 11 on, through the fault
+/// proxy): they cannot be renewed (keys from variables), so the run stops within a few requests
+/// per worker, exits 4 saying what to do, prints no secret, and keeps its journal; the next run
+/// (the store healthy again) copies only what is left. Before issue 26 every remaining object
+/// was tried and refused one by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_session_credentials_stop_the_run_and_a_later_run_resumes() {
+    use super::faults::proxy::{PFault, Proxy};
+    let Some(s) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let src = local_files(dir.path(), 120, 64);
+    let proxy = Proxy::start(super::s3_upstream(&s)).await;
+    let conf = dir.path().join("remotes.toml");
+    std::fs::write(&conf, super::proxy_remote_toml(&s, &proxy.endpoint())).unwrap();
+    let p = unique("creds-expired");
+    proxy.add_after("PUT", &p, "", PFault::ExpiredToken, 10, 100_000);
+    let journal = dir.path().join("j.sqlite");
+    let run = |conf: std::path::PathBuf, src: std::path::PathBuf, journal: std::path::PathBuf| {
+        let mut c = moverctl();
+        c.args(["copy", "--transfers", "4", "--config"])
+            .arg(&conf)
+            .arg(&src)
+            .arg(format!("viaproxy:{}/{p}", s.bucket_b))
+            .arg("--journal")
+            .arg(&journal);
+        c
+    };
+    let mut c = run(conf.clone(), src.clone(), journal.clone());
+    let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{t}");
+    let refused = proxy
+        .hits()
+        .iter()
+        .filter(|h| h.2 == PFault::ExpiredToken)
+        .count();
+    assert!(
+        (1..=12).contains(&refused),
+        "{refused} refused PUTs: the run must stop within a few requests per worker"
+    );
+    assert!(
+        t.contains("stopped early") && t.contains("MOVERCTL_TEST_S3_KEY_ID"),
+        "{t}"
+    );
+    assert_no_secret(&o, &s, &[]);
+    // The next run, the store healthy again, copies what is left (and nothing twice).
+    proxy.clear();
+    let before = proxy.log().iter().filter(|r| r.0 == "PUT").count();
+    let mut c = run(conf, src, journal);
+    let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let puts = proxy.log().iter().filter(|r| r.0 == "PUT").count() - before;
+    assert!(
+        (100..=110).contains(&puts),
+        "the second run wrote {puts} objects; 110 were left (10 were copied before the refusals)"
+    );
+}
+
+/// A store that refuses everything from its 41st write on (AccessDenied: a revoked key) during a
+/// 300-object copy at --transfers 4: the run stops after a few refusals per worker instead of
+/// trying every remaining object (304 requests before issue 26), and exits 4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_refusing_everything_mid_run_is_not_ground_through() {
+    use super::faults::proxy::{PFault, Proxy};
+    let Some(s) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let src = local_files(dir.path(), 300, 16);
+    let proxy = Proxy::start(super::s3_upstream(&s)).await;
+    let conf = dir.path().join("remotes.toml");
+    std::fs::write(&conf, super::proxy_remote_toml(&s, &proxy.endpoint())).unwrap();
+    let p = unique("creds-revoked-all");
+    proxy.add_after("PUT", &p, "", PFault::AccessDenied, 40, 100_000);
+    let mut c = moverctl();
+    c.args(["copy", "--transfers", "4", "--config"])
+        .arg(&conf)
+        .arg(&src)
+        .arg(format!("viaproxy:{}/{p}", s.bucket_b));
+    let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{t}");
+    let refused = proxy.hits().len();
+    assert!(
+        (4..=16).contains(&refused),
+        "{refused} refused requests after the key was revoked (at most ~4 per worker)"
+    );
+    assert!(t.contains("in a row"), "{t}");
+}

@@ -44,6 +44,9 @@ pub enum PFault {
     /// Answer `403 AccessDenied` with an S3 XML error body (credentials revoked); the upstream
     /// never sees the request.
     AccessDenied,
+    /// Answer `403 ExpiredToken` with an S3 XML error body (session credentials past their
+    /// time); the upstream never sees the request.
+    ExpiredToken,
     /// LIST: keep the first half of the answer's keys (at least one) and say the listing goes on
     /// after the last one kept, with a token Garage understands. Not a fault: a server with
     /// smaller pages (so that a listing of a few keys has several pages).
@@ -406,7 +409,9 @@ async fn serve(
     );
     let fault = take(&st, &method, &target);
     match fault {
-        Some(PFault::SlowDown | PFault::ServerError | PFault::AccessDenied) => {
+        Some(
+            PFault::SlowDown | PFault::ServerError | PFault::AccessDenied | PFault::ExpiredToken,
+        ) => {
             drain(&mut client, body_len.saturating_sub(rest.len() as u64)).await?;
             let path = target.split('?').next().unwrap_or_default();
             let (status, code, message) = match fault {
@@ -416,6 +421,11 @@ async fn serve(
                     "Please reduce your request rate.",
                 ),
                 Some(PFault::AccessDenied) => ("403 Forbidden", "AccessDenied", "Access Denied"),
+                Some(PFault::ExpiredToken) => (
+                    "403 Forbidden",
+                    "ExpiredToken",
+                    "The provided token has expired.",
+                ),
                 _ => (
                     "500 Internal Server Error",
                     "InternalError",
