@@ -162,7 +162,25 @@ pub fn credentials_hint(stores: &[&Store]) -> String {
     let parts: Vec<String> = stores
         .iter()
         .filter(|s| !matches!(s.kind, Kind::Local | Kind::Memory))
-        .map(|s| format!("{} from {}", s.shown(), s.credentials))
+        .map(|s| {
+            let fix = match s.kind {
+                Kind::S3 => s
+                    .aws_credentials
+                    .as_ref()
+                    .map(|c| c.explain().fix.clone())
+                    .unwrap_or_default(),
+                Kind::Azure => crate::store::creds::azure_fix(&s.credentials).to_string(),
+                Kind::Gcs if s.credentials.contains("application-default") => {
+                    "run `gcloud auth application-default login`".to_string()
+                }
+                _ => String::new(),
+            };
+            if fix.is_empty() {
+                format!("{} from {}", s.shown(), s.credentials)
+            } else {
+                format!("{} from {} (to fix: {fix})", s.shown(), s.credentials)
+            }
+        })
         .collect();
     if parts.is_empty() {
         String::new()

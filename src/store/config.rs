@@ -59,9 +59,16 @@ pub struct Remote {
     /// An AWS shared-config profile (`~/.aws/credentials`, `~/.aws/config`).
     #[serde(default)]
     pub profile: Option<String>,
-    /// Allow instance / container / web-identity credentials (EC2 IMDS, ECS, EKS).
+    /// Accepted for old remotes files; instance, container and web-identity credentials are
+    /// always in the AWS chain now (last, as for the AWS CLI).
     #[serde(default)]
     pub instance_credentials: bool,
+    /// Which kind of credential to use, where a store has several: Azure `account_key`,
+    /// `sas_token`, `client_secret`, `workload_identity`, `azure_cli`, `managed_identity`; GCS
+    /// `service_account`, `application_default`, `metadata`. Unset: chosen as object_store
+    /// chooses (see `creds`).
+    #[serde(default)]
+    pub credential: Option<String>,
     /// Public buckets: send unsigned requests.
     #[serde(default)]
     pub anonymous: bool,
@@ -226,6 +233,37 @@ impl Remotes {
                     format!("{:?} is not one of s3, gcs, azure, local", r.kind),
                 )
                 .into());
+            }
+            if let Some(c) = &r.credential {
+                let allowed: &[&str] = match r.kind.as_str() {
+                    "azure" => &[
+                        "account_key",
+                        "sas_token",
+                        "client_secret",
+                        "workload_identity",
+                        "azure_cli",
+                        "managed_identity",
+                    ],
+                    "gcs" => &["service_account", "application_default", "metadata"],
+                    _ => &[],
+                };
+                if !allowed.contains(&c.as_str()) {
+                    return Err(tomlfile::invalid(
+                        shown,
+                        text,
+                        &format!("remotes.{name}.credential"),
+                        if allowed.is_empty() {
+                            format!(
+                                "a {} remote takes no credential kind (an S3 remote names a profile \
+                                 or its variables)",
+                                r.kind
+                            )
+                        } else {
+                            format!("{c:?} is not one of {}", allowed.join(", "))
+                        },
+                    )
+                    .into());
+                }
             }
             if r.kind == "local" && r.root.is_none() {
                 return Err(tomlfile::invalid(

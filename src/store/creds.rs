@@ -580,21 +580,85 @@ pub fn sts_region(r: &S3Resolved) -> String {
         .unwrap_or_else(|| "us-east-1".into())
 }
 
-/// GCS: a service-account file from the remote, `GOOGLE_SERVICE_ACCOUNT`,
-/// `GOOGLE_APPLICATION_CREDENTIALS`, or the gcloud application-default file.
-/// Returns the file (none for anonymous access) and where it was named, never a value.
+/// GCS credentials, as object_store's builder takes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GcsCreds {
+    /// A service-account key file (`with_service_account_path`).
+    ServiceAccount(PathBuf),
+    /// An application-default credentials file: `service_account` or `authorized_user` (what
+    /// `gcloud auth application-default login` writes).
+    ApplicationDefault(PathBuf),
+    /// The metadata server (GCE, GKE workload identity).
+    Metadata,
+    Anonymous,
+}
+
+/// Whether this machine is a Google Compute Engine VM (GKE nodes are): the DMI product name,
+/// as Google's own auth libraries check it. `GCE_METADATA_HOST` also says so.
+fn on_gce() -> bool {
+    env("GCE_METADATA_HOST").is_some()
+        || std::fs::read_to_string("/sys/class/dmi/id/product_name")
+            .is_ok_and(|p| p.trim_start().starts_with("Google"))
+}
+
+/// The `type` of a Google credentials file (never anything else from it).
+fn google_file_type(path: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("type")?.as_str().map(str::to_string)
+}
+
+const GCS_FIX: &str = "run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a \
+     service-account key file, or name a variable in the remote's service_account_path_env \
+     (on GCE or GKE the metadata server is used; elsewhere write credential = \"metadata\" in the remote to force it)";
+
+/// A credentials file object_store cannot use (external_account federation, impersonation):
+/// refused with what to do instead.
+fn gcs_file(
+    location: &str,
+    path: PathBuf,
+    named: String,
+) -> Result<(GcsCreds, String), MissingCredentials> {
+    match google_file_type(&path).as_deref() {
+        Some("service_account") | Some("authorized_user") | None => {
+            Ok((GcsCreds::ApplicationDefault(path), named))
+        }
+        Some(other) => Err(MissingCredentials {
+            location: location.into(),
+            hint: format!(
+                "{named} is a credentials file of type {other:?}, which object_store (the library \
+                 moverctl uses) cannot use (it takes service_account and authorized_user files and \
+                 the metadata server); for workload identity federation run moverctl where the \
+                 metadata server serves the identity (GKE), or get a short-lived token file with \
+                 `gcloud auth application-default login` or a service-account key"
+            ),
+        }),
+    }
+}
+
+/// GCS, in object_store's order: a service-account file from the remote,
+/// `GOOGLE_SERVICE_ACCOUNT` / `GOOGLE_SERVICE_ACCOUNT_PATH`, `GOOGLE_APPLICATION_CREDENTIALS`,
+/// gcloud's application-default file, else the metadata server on GCE / GKE. A remote's
+/// `credential` (`service_account`, `application_default`, `metadata`) picks one.
+/// Returns the credentials and where they were named, never a value.
 pub fn gcs(
     location: &str,
     remote: Option<&Remote>,
-) -> Result<(Option<PathBuf>, String), MissingCredentials> {
+) -> Result<(GcsCreds, String), MissingCredentials> {
+    let adc = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".config/gcloud/application_default_credentials.json"));
+    let want = remote.and_then(|r| r.credential.clone());
     if let Some(r) = remote {
         if r.anonymous {
-            return Ok((None, "none (the remote says anonymous = true)".into()));
+            return Ok((
+                GcsCreds::Anonymous,
+                "none (the remote says anonymous = true)".into(),
+            ));
         }
         if let Some(v) = &r.service_account_path_env {
             return need_env(location, "service_account_path_env", v).map(|p| {
                 (
-                    Some(PathBuf::from(p)),
+                    GcsCreds::ServiceAccount(PathBuf::from(p)),
                     format!(
                         "the service-account file named by {v} (the remote's service_account_path_env)"
                     ),
@@ -602,29 +666,71 @@ pub fn gcs(
             });
         }
     }
-    for v in [
-        "GOOGLE_SERVICE_ACCOUNT",
-        "GOOGLE_SERVICE_ACCOUNT_PATH",
-        "GOOGLE_APPLICATION_CREDENTIALS",
-    ] {
+    match want.as_deref() {
+        Some("metadata") => {
+            return Ok((
+                GcsCreds::Metadata,
+                "the metadata server (the remote's credential = \"metadata\")".into(),
+            ));
+        }
+        Some("application_default") => {
+            let from_env = env("GOOGLE_APPLICATION_CREDENTIALS");
+            let path = from_env.clone().map(PathBuf::from).or(adc.clone());
+            return match path.filter(|p| p.exists()) {
+                Some(p) => {
+                    let named = match from_env {
+                        Some(_) => "the file named by GOOGLE_APPLICATION_CREDENTIALS".to_string(),
+                        None => format!("gcloud's application-default credentials ({})", p.display()),
+                    };
+                    gcs_file(location, p, named)
+                }
+                None => Err(MissingCredentials {
+                    location: location.into(),
+                    hint: "the remote says credential = \"application_default\" but there are none: run \
+                           `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS)"
+                        .into(),
+                }),
+            };
+        }
+        _ => {}
+    }
+    for v in ["GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH"] {
         if let Some(p) = env(v) {
             return Ok((
-                Some(PathBuf::from(p)),
+                GcsCreds::ServiceAccount(PathBuf::from(p)),
                 format!("the service-account file named by {v}"),
             ));
         }
     }
-    let adc = std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".config/gcloud/application_default_credentials.json"));
+    if want.as_deref() == Some("service_account") {
+        return Err(MissingCredentials {
+            location: location.into(),
+            hint:
+                "the remote says credential = \"service_account\": name the key file's variable in \
+                   service_account_path_env, or set GOOGLE_SERVICE_ACCOUNT_PATH"
+                    .into(),
+        });
+    }
+    if let Some(p) = env("GOOGLE_APPLICATION_CREDENTIALS") {
+        return gcs_file(
+            location,
+            PathBuf::from(p),
+            "the file named by GOOGLE_APPLICATION_CREDENTIALS".into(),
+        );
+    }
     if let Some(a) = adc.filter(|a| a.exists()) {
         let from = format!("gcloud's application-default credentials ({})", a.display());
-        return Ok((Some(a), from));
+        return gcs_file(location, a, from);
+    }
+    if on_gce() {
+        return Ok((
+            GcsCreds::Metadata,
+            "the metadata server (GCE / GKE workload identity)".into(),
+        ));
     }
     Err(MissingCredentials {
         location: location.into(),
-        hint: "set GOOGLE_APPLICATION_CREDENTIALS to a service-account JSON file, run `gcloud auth application-default login`, \
-               or name a variable in the remote's service_account_path_env"
-            .into(),
+        hint: GCS_FIX.into(),
     })
 }
 
@@ -633,9 +739,67 @@ pub enum AzureCreds {
     Sas(String),
     Emulator,
     Anonymous,
+    /// A Microsoft Entra ID identity, obtained and renewed by object_store (`credential_type`:
+    /// `workload_identity`, `client_secret`, `azure_cli`, `managed_identity`), configured from
+    /// the AZURE_* variables.
+    Entra(&'static str),
 }
 
-/// Returns the account, the credential and where it was named (never a value).
+/// Whether this machine is an Azure VM (its DMI chassis asset tag), where managed identity is
+/// served; `IDENTITY_ENDPOINT` / `MSI_ENDPOINT` (App Service, Arc) also say so.
+fn on_azure() -> bool {
+    env("IDENTITY_ENDPOINT").is_some()
+        || env("MSI_ENDPOINT").is_some()
+        || std::fs::read_to_string("/sys/class/dmi/id/chassis_asset_tag")
+            .is_ok_and(|t| t.trim() == "7783-7084-3265-9085-8269-3286-77")
+}
+
+/// The AZURE_* variables object_store reads for Entra identities, as its config keys.
+pub const AZURE_ENTRA_VARS: &[(&str, &str)] = &[
+    ("AZURE_CLIENT_ID", "azure_client_id"),
+    ("AZURE_TENANT_ID", "azure_tenant_id"),
+    ("AZURE_CLIENT_SECRET", "azure_client_secret"),
+    ("AZURE_FEDERATED_TOKEN_FILE", "azure_federated_token_file"),
+    ("AZURE_AUTHORITY_HOST", "azure_authority_host"),
+    ("IDENTITY_ENDPOINT", "azure_msi_endpoint"),
+    ("MSI_ENDPOINT", "azure_msi_endpoint"),
+    ("AZURE_OBJECT_ID", "azure_object_id"),
+    ("AZURE_MSI_RESOURCE_ID", "azure_msi_resource_id"),
+];
+
+fn entra(kind: &'static str, why: &str) -> (AzureCreds, String) {
+    let from = match kind {
+        "workload_identity" => {
+            "workload identity (AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE)"
+        }
+        "client_secret" => {
+            "a service principal (AZURE_CLIENT_ID, AZURE_CLIENT_SECRET, AZURE_TENANT_ID)"
+        }
+        "azure_cli" => "the Azure CLI's sign-in (az login)",
+        _ => "the managed identity (Azure instance metadata)",
+    };
+    (AzureCreds::Entra(kind), format!("{from}{why}"))
+}
+
+/// What to run when an Azure credential is refused or cannot be had.
+pub fn azure_fix(credentials: &str) -> &'static str {
+    if credentials.contains("az login") {
+        "run `az login` (and `az account set --subscription ...`), then run the command again"
+    } else if credentials.contains("workload identity") {
+        "check the federated token file and the identity's federated credential"
+    } else if credentials.contains("service principal") {
+        "check or renew the service principal's secret"
+    } else if credentials.contains("managed identity") {
+        "check that the managed identity is assigned and has a Storage Blob Data role"
+    } else {
+        "check the account key or SAS token (a SAS token has an expiry: make a new one)"
+    }
+}
+
+/// Returns the account, the credential and where it was named (never a value). Order as
+/// object_store's builder chooses ("auto"): account key, workload identity, client secret, SAS,
+/// the Azure CLI (`AZURE_USE_AZURE_CLI=true`), managed identity (on Azure); a remote's
+/// `credential` picks one.
 pub fn azure(
     location: &str,
     remote: Option<&Remote>,
@@ -677,31 +841,114 @@ pub fn azure(
     if account.is_none() {
         return Err(MissingCredentials {
             location: location.into(),
-            hint: "set AZURE_STORAGE_ACCOUNT_NAME (and AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN), or name them in a remote".into(),
+            hint: "set AZURE_STORAGE_ACCOUNT_NAME (or the remote's account)".into(),
         });
     }
-    for v in ["AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY"] {
-        if let Some(k) = env(v) {
-            return Ok((
-                account,
-                AzureCreds::Key(k),
-                format!("the environment variable {v}"),
-            ));
+    let want = remote.and_then(|r| r.credential.clone());
+    let picked = " (the remote's credential)";
+    let need = |vars: &[&str], kind: &str| -> Result<(), MissingCredentials> {
+        match vars.iter().find(|v| env(v).is_none()) {
+            Some(v) => Err(MissingCredentials {
+                location: location.into(),
+                hint: format!("the remote says credential = {kind:?}, which needs {v}, not set"),
+            }),
+            None => Ok(()),
+        }
+    };
+    match want.as_deref() {
+        Some("workload_identity") => {
+            need(
+                &[
+                    "AZURE_CLIENT_ID",
+                    "AZURE_TENANT_ID",
+                    "AZURE_FEDERATED_TOKEN_FILE",
+                ],
+                "workload_identity",
+            )?;
+            let (c, f) = entra("workload_identity", picked);
+            return Ok((account, c, f));
+        }
+        Some("client_secret") => {
+            need(
+                &["AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_TENANT_ID"],
+                "client_secret",
+            )?;
+            let (c, f) = entra("client_secret", picked);
+            return Ok((account, c, f));
+        }
+        Some(k @ ("azure_cli" | "managed_identity")) => {
+            let (c, f) = entra(
+                if k == "azure_cli" {
+                    "azure_cli"
+                } else {
+                    "managed_identity"
+                },
+                picked,
+            );
+            return Ok((account, c, f));
+        }
+        _ => {}
+    }
+    let auto = want.is_none();
+    if auto || want.as_deref() == Some("account_key") {
+        for v in ["AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY"] {
+            if let Some(k) = env(v) {
+                return Ok((
+                    account,
+                    AzureCreds::Key(k),
+                    format!("the environment variable {v}"),
+                ));
+            }
         }
     }
-    for v in ["AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_SAS_KEY"] {
-        if let Some(t) = env(v) {
-            return Ok((
-                account,
-                AzureCreds::Sas(t),
-                format!("the environment variable {v}"),
-            ));
+    if auto {
+        if [
+            "AZURE_CLIENT_ID",
+            "AZURE_TENANT_ID",
+            "AZURE_FEDERATED_TOKEN_FILE",
+        ]
+        .iter()
+        .all(|v| env(v).is_some())
+        {
+            let (c, f) = entra("workload_identity", "");
+            return Ok((account, c, f));
+        }
+        if ["AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_TENANT_ID"]
+            .iter()
+            .all(|v| env(v).is_some())
+        {
+            let (c, f) = entra("client_secret", "");
+            return Ok((account, c, f));
+        }
+    }
+    if auto || want.as_deref() == Some("sas_token") {
+        for v in ["AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_SAS_KEY"] {
+            if let Some(t) = env(v) {
+                return Ok((
+                    account,
+                    AzureCreds::Sas(t),
+                    format!("the environment variable {v}"),
+                ));
+            }
+        }
+    }
+    if auto {
+        if env("AZURE_USE_AZURE_CLI").is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1") {
+            let (c, f) = entra("azure_cli", " (AZURE_USE_AZURE_CLI)");
+            return Ok((account, c, f));
+        }
+        if on_azure() {
+            let (c, f) = entra("managed_identity", "");
+            return Ok((account, c, f));
         }
     }
     Err(MissingCredentials {
         location: location.into(),
-        hint: "set AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN for the account, or name the variable in a remote \
-               (account_key_env, sas_token_env)"
+        hint: "set AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN for the account; or sign in with \
+               `az login` and set AZURE_USE_AZURE_CLI=true (or credential = \"azure_cli\" in a remote); or set \
+               AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET (a service principal) or \
+               AZURE_FEDERATED_TOKEN_FILE (workload identity); on an Azure VM the managed identity is used; \
+               or name the variables in a remote (account_key_env, sas_token_env)"
             .into(),
     })
 }

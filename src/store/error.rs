@@ -76,6 +76,14 @@ impl StoreErrorKind {
             "SignatureDoesNotMatch",
             "AuthenticationFailed",
             "AuthorizationFailure",
+            // object_store's Azure and GCS token providers (Entra ID, metadata server, OAuth).
+            "Error performing token request",
+            "Error getting token response body",
+            "Error reading federated token file",
+            "az account get-access-token",
+            "Failed to parse azure cli response",
+            "Unable to open service account file",
+            "Unable to decode service account file",
         ]) || expired_text(text)
         {
             Self::Auth

@@ -496,8 +496,15 @@ impl Store {
                     })
                     .with_retry(retry_config());
                 b = match sa {
-                    Some(path) => b.with_service_account_path(path.display().to_string()),
-                    None => b.with_skip_signature(true),
+                    creds::GcsCreds::ServiceAccount(path) => {
+                        b.with_service_account_path(path.display().to_string())
+                    }
+                    creds::GcsCreds::ApplicationDefault(path) => {
+                        b.with_application_credentials(path.display().to_string())
+                    }
+                    // With no file given, object_store asks the metadata server.
+                    creds::GcsCreds::Metadata => b,
+                    creds::GcsCreds::Anonymous => b.with_skip_signature(true),
                 };
                 if let Some(e) = remote_endpoint(remote, &shown)? {
                     b = b.with_base_url(&e);
@@ -561,6 +568,19 @@ impl Store {
                     }
                     creds::AzureCreds::Emulator => b.with_use_emulator(true),
                     creds::AzureCreds::Anonymous => b.with_skip_signature(true),
+                    creds::AzureCreds::Entra(kind) => {
+                        let mut b = b
+                            .with_config(object_store::azure::AzureConfigKey::CredentialType, kind);
+                        for (var, key) in creds::AZURE_ENTRA_VARS {
+                            if let (Some(v), Ok(k)) = (
+                                std::env::var(var).ok().filter(|v| !v.is_empty()),
+                                key.parse::<object_store::azure::AzureConfigKey>(),
+                            ) {
+                                b = b.with_config(k, v);
+                            }
+                        }
+                        b
+                    }
                 };
                 let s = Arc::new(b.build().map_err(|e| build_err(&loc, e))?);
                 Ok(Store {

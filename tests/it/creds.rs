@@ -676,3 +676,180 @@ async fn a_store_refusing_everything_mid_run_is_not_ground_through() {
     );
     assert!(t.contains("in a row"), "{t}");
 }
+
+/// A token endpoint standing in for Microsoft Entra ID: every request is recorded (method, path,
+/// body) and answered with a bearer token.
+async fn token_endpoint() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut c, _)) = listener.accept().await {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut tmp = [0u8; 4096];
+                loop {
+                    let n = c.read(&mut tmp).await.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&tmp[..n]);
+                    let t = String::from_utf8_lossy(&buf).to_string();
+                    if let Some((head, body)) = t.split_once("\r\n\r\n") {
+                        let len = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= len {
+                            break;
+                        }
+                    }
+                }
+                log.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&buf).to_string());
+                let body = r#"{"access_token":"entra-access-token-never-printed","expires_in":3600,"token_type":"Bearer"}"#;
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = c.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// Azure workload identity and a service principal's secret, chosen in a remote
+/// (`credential = ...`), against a local token endpoint (AZURE_AUTHORITY_HOST): the federated
+/// token file's content (or the secret) goes to the token endpoint, the bearer token it gives
+/// goes to the storage endpoint (Azurite, through a proxy that records it), and neither the
+/// secret, the federated token nor the access token is printed. Azurite takes no bearer token
+/// over HTTP, so the listing itself is refused: exit 4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azure_workload_identity_and_client_secret_get_a_token_and_use_it() {
+    use super::faults::proxy::Proxy;
+    let Some(s) = servers() else { return };
+    let az: std::net::SocketAddr = std::env::var("MOVERCTL_TEST_AZURE_ENDPOINT")
+        .unwrap()
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let federated = dir.path().join("federated-token");
+    std::fs::write(&federated, "federated-jwt-never-printed").unwrap();
+    for kind in ["workload_identity", "client_secret"] {
+        let (authority, seen) = token_endpoint().await;
+        let proxy = Proxy::start(az).await;
+        let conf = dir.path().join(format!("{kind}.toml"));
+        std::fs::write(
+            &conf,
+            format!(
+                "[remotes.entra]\ntype = \"azure\"\nendpoint = \"{}/devstoreaccount1\"\naccount = \"devstoreaccount1\"\ncredential = \"{kind}\"\n",
+                proxy.endpoint()
+            ),
+        )
+        .unwrap();
+        let mut c = moverctl();
+        c.args(["ls", "--config"])
+            .arg(&conf)
+            .arg(format!("entra:{}/x", s.az_container))
+            .env("AZURE_AUTHORITY_HOST", &authority)
+            .env("AZURE_CLIENT_ID", "mover-client-id")
+            .env("AZURE_TENANT_ID", "mover-tenant")
+            .env_remove("AZURE_STORAGE_ACCOUNT_KEY")
+            .env_remove("AZURE_STORAGE_SAS_TOKEN");
+        if kind == "workload_identity" {
+            c.env("AZURE_FEDERATED_TOKEN_FILE", &federated)
+                .env_remove("AZURE_CLIENT_SECRET");
+        } else {
+            c.env("AZURE_CLIENT_SECRET", "client-secret-never-printed")
+                .env_remove("AZURE_FEDERATED_TOKEN_FILE");
+        }
+        let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+            .await
+            .unwrap();
+        let t = text(&o);
+        let requests = seen.lock().unwrap().clone();
+        assert_eq!(requests.len(), 1, "one token request: {requests:?} {t}");
+        let r = &requests[0];
+        assert!(r.starts_with("POST /mover-tenant/oauth2/v2.0/token"), "{r}");
+        assert!(r.contains("client_id=mover-client-id"), "{r}");
+        if kind == "workload_identity" {
+            assert!(
+                r.contains("client_assertion=federated-jwt-never-printed"),
+                "{r}"
+            );
+        } else {
+            assert!(
+                r.contains("client_secret=client-secret-never-printed"),
+                "{r}"
+            );
+        }
+        let bearer = proxy.log().iter().any(|(_, _, h)| {
+            h.iter().any(|(k, v)| {
+                k.eq_ignore_ascii_case("authorization")
+                    && v == "Bearer entra-access-token-never-printed"
+            })
+        });
+        assert!(
+            bearer,
+            "the storage request carried the token: {:?}",
+            proxy.log()
+        );
+        assert_eq!(o.status.code(), Some(4), "{t}");
+        for secret in [
+            "never-printed",
+            "entra-access-token",
+            "federated-jwt",
+            "client-secret",
+        ] {
+            assert!(!t.contains(secret), "{t}");
+        }
+    }
+}
+
+/// GCS application-default credentials: an `external_account` file (workload identity
+/// federation), which object_store cannot use, is refused with exit 4 saying so and what to do;
+/// nothing from the file is printed. (An `authorized_user` file is taken as application-default
+/// credentials; its token exchange goes to Google's fixed OAuth endpoint, so it is tested only
+/// by object_store's own tests.)
+#[test]
+fn a_gcs_external_account_file_is_refused_saying_what_to_do() {
+    let home = tempfile::tempdir().unwrap();
+    let gcloud = home.path().join(".config/gcloud");
+    std::fs::create_dir_all(&gcloud).unwrap();
+    std::fs::write(
+        gcloud.join("application_default_credentials.json"),
+        r#"{"type": "external_account", "audience": "aud-never-printed", "subject_token_type": "x", "credential_source": {"file": "/x"}}"#,
+    )
+    .unwrap();
+    let o = moverctl()
+        .args(["ls", "gs://bucket/x"])
+        .env("HOME", home.path())
+        .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
+        .env_remove("GOOGLE_SERVICE_ACCOUNT")
+        .env_remove("GOOGLE_SERVICE_ACCOUNT_PATH")
+        .env_remove("GCE_METADATA_HOST")
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{t}");
+    assert!(
+        t.contains("\"external_account\"")
+            && t.contains("object_store")
+            && t.contains("gcloud auth application-default login"),
+        "{t}"
+    );
+    assert!(!t.contains("aud-never-printed"), "{t}");
+}
