@@ -296,7 +296,11 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
     let window = humantime::parse_duration(&cli.retry_timeout)
         .map_err(|e| CliError::Usage(format!("--retry-timeout {:?}: {e}", cli.retry_timeout)))?;
     crate::store::retry::set_timeout(window);
-    crate::store::creds::set_cli_profile(cli.profile.clone());
+    // `plan --profile` is its object-size profile (an older flag of plan's own, which shadows
+    // this one there): plan's AWS profile comes from AWS_PROFILE or a remote.
+    if !matches!(cli.command, Command::Plan(_)) {
+        crate::store::creds::set_cli_profile(cli.profile.clone());
+    }
     let catalog = load_catalog(cli.providers.as_deref())?;
     let load_remotes = || -> Result<crate::store::config::Remotes, CliError> {
         let r = crate::store::config::Remotes::load(cli.config.as_deref())?;

@@ -755,6 +755,27 @@ pub fn run(
             render::text(&src, &r.corpus, best_assumptions, &ranked)
         );
     }
+    // Credentials that would not last the move (issue 26).
+    if let Some(best) = ranked.iter().find(|c| c.kind == Kind::Move) {
+        let seconds = best.time.seconds.to_u64().unwrap_or(u64::MAX);
+        if let Ok(remotes) = crate::store::config::Remotes::load(config) {
+            for loc in [args.src.as_deref(), args.dst.as_deref()]
+                .into_iter()
+                .flatten()
+            {
+                if let Ok(l @ crate::store::location::Location::S3 { .. }) =
+                    crate::store::location::Location::parse(loc, &remotes)
+                    && let Some(n) = crate::store::creds::lifetime_note(
+                        &l.shown(),
+                        crate::store::remote_of(&l, &remotes),
+                        seconds,
+                    )
+                {
+                    eprintln!("moverctl: {n}");
+                }
+            }
+        }
+    }
     if let Some(path) = &args.report {
         let mut places: Vec<Place> = vec![src.clone()];
         places.extend(dests.iter().cloned());

@@ -571,6 +571,79 @@ fn profile(location: &str, name: &str, named_by: &str) -> Result<S3Resolved, Mis
     })
 }
 
+/// What can be seen, without asking anyone, of how long an S3 location's credentials last, set
+/// against a move predicted to take `seconds`: a warning when they cannot be renewed and end
+/// before the move would (a session token: at `AWS_CREDENTIAL_EXPIRATION`, or unknown but at
+/// most 36 h), a note when they are renewed but something behind them must stay valid (an SSO
+/// sign-in; a role's session length). None: nothing to say.
+pub fn lifetime_note(shown: &str, remote: Option<&Remote>, seconds: u64) -> Option<String> {
+    let r = s3(shown, remote).ok()?;
+    let took = crate::units::fmt_duration(rust_decimal::Decimal::from(seconds));
+    match &r.creds {
+        S3Creds::Static(k) => {
+            let now = std::time::SystemTime::now();
+            match (k.expires, &k.token) {
+                (Some(e), _) => {
+                    let left = e.duration_since(now).unwrap_or_default().as_secs();
+                    (left < seconds).then(|| {
+                        format!(
+                            "warning: the credentials for {shown} ({}) expire in {}, before the move's \
+                             predicted {took}, and cannot be renewed: use the profile they came from \
+                             (--profile NAME), which moverctl renews as the run goes on",
+                            r.from,
+                            crate::units::fmt_duration(rust_decimal::Decimal::from(left))
+                        )
+                    })
+                }
+                (None, Some(_)) if seconds > 3600 => Some(format!(
+                    "warning: {shown} uses a session token ({}) that cannot be renewed and lasts 1 to \
+                     36 hours (its expiry is not known: AWS_CREDENTIAL_EXPIRATION is not set); the move \
+                     is predicted to take {took}: use the profile it came from (--profile NAME), which \
+                     moverctl renews as the run goes on",
+                    r.from
+                )),
+                _ => None,
+            }
+        }
+        S3Creds::Profile(name) | S3Creds::Chain(Some(name)) => {
+            let f = profile_fields(name)?;
+            let sso = |p: &str| profile_fields(p).is_some_and(|f| is_sso(&f));
+            let sso_profile = if sso(name) {
+                Some(name.clone())
+            } else {
+                f.get("source_profile").filter(|p| sso(p)).cloned()
+            };
+            if let Some(p) = sso_profile
+                && seconds > 3600
+            {
+                return Some(format!(
+                    "note: {shown} signs in with IAM Identity Center (profile {p:?}); moverctl renews \
+                     the role credentials as the run goes on, but the SSO sign-in itself must stay \
+                     valid for the move's predicted {took} (sessions last 1 to 12 hours, 8 by \
+                     default): run `aws sso login --profile {p}` right before, and again if the run \
+                     stops with exit 4 (it resumes)"
+                ));
+            }
+            if f.contains_key("role_arn") {
+                let secs: u64 = f
+                    .get("duration_seconds")
+                    .and_then(|d| d.parse().ok())
+                    .unwrap_or(3600);
+                if secs < seconds {
+                    return Some(format!(
+                        "note: the role of profile {name:?} gives sessions of {}, shorter than the \
+                         move's predicted {took}; moverctl renews them as the run goes on (its \
+                         source's credentials must stay valid)",
+                        crate::units::fmt_duration(rust_decimal::Decimal::from(secs))
+                    ));
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
 /// The region STS and SSO are asked in: `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's, else
 /// us-east-1 (not the store's: a non-AWS store's region means nothing to STS).
 pub fn sts_region(r: &S3Resolved) -> String {

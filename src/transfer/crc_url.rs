@@ -321,6 +321,9 @@ mod tests {
             assert_eq!(answer_of(status, "SlowDown"), Answer::Retry, "{status}");
         }
         assert_eq!(answer_of(404, "NoSuchUpload"), Answer::Failed);
+        // Expired credentials are renewed and the write tried again, not moved off URLs.
+        assert_eq!(answer_of(403, "ExpiredToken"), Answer::Failed);
+        assert_eq!(answer_of(400, "TokenRefreshRequired"), Answer::Failed);
         assert_eq!(answer_of(400, "EntityTooSmall"), Answer::Failed);
     }
 

@@ -853,3 +853,62 @@ fn a_gcs_external_account_file_is_refused_saying_what_to_do() {
     );
     assert!(!t.contains("aud-never-printed"), "{t}");
 }
+
+/// `plan` warns when the move would outlast credentials that cannot be renewed (a session
+/// token expiring in 30 minutes, a 12 h move), says nothing when they last, and notes a role's
+/// short sessions (renewed as the run goes on).
+#[test]
+fn plan_warns_when_the_move_outlasts_the_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = |bytes: &str, env: &[(&str, String)], profile: Option<&str>| {
+        let mut c = aws_isolated(dir.path());
+        c.args(["plan", "--src", "s3://bucket/p", "--from", "aws:us-east-1"])
+            .args([
+                "--bytes",
+                bytes,
+                "--objects",
+                "1000",
+                "--to",
+                "backblaze-b2:us-west",
+            ]);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        if let Some(p) = profile {
+            c.env("AWS_PROFILE", p);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    let soon = chrono::Utc::now() + chrono::Duration::minutes(30);
+    let keys = vec![
+        ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKEY".to_string()),
+        ("AWS_SECRET_ACCESS_KEY", "secret-never-printed".to_string()),
+        ("AWS_SESSION_TOKEN", "token-never-printed".to_string()),
+        ("AWS_CREDENTIAL_EXPIRATION", soon.to_rfc3339()),
+    ];
+    let e = plan("50TiB", &keys, None);
+    assert!(
+        e.contains("warning:") && e.contains("cannot be renewed") && e.contains("--profile"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("never-printed") && !e.contains("AKIAEXAMPLEKEY"),
+        "{e}"
+    );
+    // A move that ends before they expire: nothing to say.
+    let e = plan("1GiB", &keys, None);
+    assert!(!e.contains("warning:"), "{e}");
+    std::fs::write(
+        dir.path().join("aws-config"),
+        "[profile mover]\nrole_arn = arn:aws:iam::123456789012:role/mover\nsource_profile = base\n\
+         [profile base]\naws_access_key_id = AKIAEXAMPLEKEY\naws_secret_access_key = x\n",
+    )
+    .unwrap();
+    let e = plan("50TiB", &[], Some("mover"));
+    assert!(
+        e.contains("note:") && e.contains("\"mover\"") && e.contains("renews"),
+        "{e}"
+    );
+}
