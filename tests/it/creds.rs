@@ -414,6 +414,7 @@ fn a_credential_process_with_short_lived_keys_is_run_a_handful_of_times() {
     let o = aws_isolated(dir.path())
         .args([
             "copy",
+            "-vvv",
             "--profile",
             "proc",
             "--transfers",
@@ -602,7 +603,7 @@ async fn expired_session_credentials_stop_the_run_and_a_later_run_resumes() {
     let journal = dir.path().join("j.sqlite");
     let run = |conf: std::path::PathBuf, src: std::path::PathBuf, journal: std::path::PathBuf| {
         let mut c = moverctl();
-        c.args(["copy", "--transfers", "4", "--config"])
+        c.args(["copy", "-vvv", "--transfers", "4", "--config"])
             .arg(&conf)
             .arg(&src)
             .arg(format!("viaproxy:{}/{p}", s.bucket_b))
