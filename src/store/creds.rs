@@ -458,7 +458,7 @@ pub fn describe_profile(name: &str, named_by: &str) -> (String, String) {
                     return (
                         from,
                         format!(
-                            "its source profile {cur:?} is not defined in {}: add it, or fix the                              source_profile of profile {:?}",
+                            "its source profile {cur:?} is not defined in {}: add it, or fix the source_profile of profile {:?}",
                             files_named(),
                             seen.last().cloned().unwrap_or_default()
                         ),
@@ -468,7 +468,7 @@ pub fn describe_profile(name: &str, named_by: &str) -> (String, String) {
                     return (
                         from,
                         format!(
-                            "its source profile {cur:?} signs in with IAM Identity Center: run                              `aws sso login --profile {cur}`, then run the command again (a run                              resumes from its journal)"
+                            "its source profile {cur:?} signs in with IAM Identity Center: run `aws sso login --profile {cur}`, then run the command again (a run resumes from its journal)"
                         ),
                     );
                 }
@@ -488,14 +488,14 @@ pub fn describe_profile(name: &str, named_by: &str) -> (String, String) {
                             return (
                                 from,
                                 format!(
-                                    "its source profile {cur:?} has no credentials (no                                      aws_access_key_id, credential_process, role_arn or SSO                                      settings)"
+                                    "its source profile {cur:?} has no credentials (no aws_access_key_id, credential_process, role_arn or SSO settings)"
                                 ),
                             );
                         }
                         return (
                             from,
                             format!(
-                                "the role could not be assumed with the credentials of profile                                  {cur:?}, or they were refused; {check}"
+                                "the role could not be assumed with the credentials of profile {cur:?}, or they were refused; {check}"
                             ),
                         );
                     }
@@ -523,7 +523,7 @@ pub fn describe_profile(name: &str, named_by: &str) -> (String, String) {
         return (
             format!("AWS profile {name:?} ({named_by}; {how})"),
             format!(
-                "the SSO sign-in is missing or expired: run `aws sso login --profile {name}`, then                  run the command again (a run resumes from its journal)"
+                "the SSO sign-in is missing or expired: run `aws sso login --profile {name}`, then run the command again (a run resumes from its journal)"
             ),
         );
     }
@@ -531,7 +531,7 @@ pub fn describe_profile(name: &str, named_by: &str) -> (String, String) {
         return (
             format!("AWS profile {name:?} ({named_by}; credential_process)"),
             format!(
-                "its credential_process failed or printed no usable credentials (its output is not                  shown here); {check}"
+                "its credential_process failed or printed no usable credentials (its output is not shown here); {check}"
             ),
         );
     }
@@ -547,7 +547,7 @@ pub fn describe_profile(name: &str, named_by: &str) -> (String, String) {
     (
         format!("AWS profile {name:?} ({named_by})"),
         format!(
-            "profile {name:?} has no credentials (no aws_access_key_id, role_arn, SSO settings or              credential_process)"
+            "profile {name:?} has no credentials (no aws_access_key_id, role_arn, SSO settings or credential_process)"
         ),
     )
 }
