@@ -392,6 +392,24 @@ mod tests {
     }
 
     #[test]
+    fn a_credential_kind_must_be_one_the_store_has() {
+        let ok =
+            "[remotes.a]\ntype = \"azure\"\naccount = \"x\"\ncredential = \"workload_identity\"\n";
+        assert!(Remotes::parse("r.toml", ok).is_ok());
+        let ok = "[remotes.g]\ntype = \"gcs\"\ncredential = \"metadata\"\n";
+        assert!(Remotes::parse("r.toml", ok).is_ok());
+        let bad = "[remotes.a]\ntype = \"azure\"\ncredential = \"metadata\"\n";
+        let e = Remotes::parse("r.toml", bad).unwrap_err().to_string();
+        assert!(
+            e.contains("remotes.a.credential") && e.contains("azure_cli"),
+            "{e}"
+        );
+        let bad = "[remotes.s]\ntype = \"s3\"\ncredential = \"sso\"\n";
+        let e = Remotes::parse("r.toml", bad).unwrap_err().to_string();
+        assert!(e.contains("profile"), "{e}");
+    }
+
+    #[test]
     fn bad_type_is_located() {
         let e = Remotes::parse("r.toml", "[remotes.x]\ntype = \"ftp\"\n")
             .unwrap_err()
