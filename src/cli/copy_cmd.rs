@@ -72,10 +72,11 @@ pub struct EngineArgs {
     /// Attempts after the first for an object that failed.
     #[arg(long, default_value_t = 3)]
     pub retries: u32,
-    /// auto: ETags, stored digests and HEAD (CRC64 alone where both ends keep one); strict: as
-    /// auto, and fail objects whose cloud source states no digest at all; md5: as auto, but MD5
-    /// wherever a store offers one (no checksum-only path); readback: also read every object
-    /// back and compare.
+    /// auto: ETags, stored digests and HEAD (CRC64 alone where both ends keep one); an object
+    /// whose cloud source states no digest and whose reads nothing checked is written but
+    /// `unverified` (exit 9); strict: fail such objects instead; size: accept them, checked by
+    /// size; md5: as auto, but MD5 wherever a store offers one (no checksum-only path);
+    /// readback: also read every object back and compare.
     #[arg(long, default_value = "auto")]
     pub verify: String,
     /// Show what would be copied and skipped, and why; change nothing.
@@ -353,9 +354,10 @@ pub(super) fn resolve(
         "readback" => Verify::Readback,
         "strict" => Verify::Strict,
         "md5" => Verify::Md5,
+        "size" => Verify::Size,
         o => {
             return Err(usage(format!(
-                "--verify {o:?}: use auto, strict, md5 or readback"
+                "--verify {o:?}: use auto, strict, size, md5 or readback"
             )));
         }
     };

@@ -108,6 +108,7 @@ pub(super) fn summary_json(r: &Report, plan: Option<&PlanFile>, ids: &RunIds) ->
         "filtered": r.filtered,
         "verified_by": r.verified_by,
         "no_source_digest": r.no_source_digest,
+        "unverified": {"objects": r.unverified.len(), "keys": r.unverified.iter().take(100).collect::<Vec<_>>()},
         "reasons": r.reasons,
         "requests": {"list_source": r.requests_list_src, "list_destination": r.requests_list_dst,
                      "get": r.requests_get, "put": r.requests_put, "head": r.requests_head,
@@ -280,6 +281,10 @@ pub(super) fn summary_text(
             r.no_source_digest
         ));
     }
+    if let Some(l) = unverified_line(r) {
+        out.push_str(&l);
+        out.push('\n');
+    }
     if r.open_uploads > 0 {
         out.push_str(&format!(
             "{} multipart uploads are left open for the next run to resume (they expire by the store's lifecycle rules if abandoned)\n",
@@ -407,6 +412,25 @@ impl VsPlan {
         }
         out
     }
+}
+
+/// The summary's line on unverified objects (exit 9), naming up to 20.
+pub(super) fn unverified_line(r: &Report) -> Option<String> {
+    if r.unverified.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = r
+        .unverified
+        .iter()
+        .take(20)
+        .map(|k| format!("{k:?}"))
+        .collect();
+    Some(format!(
+        "! {} objects are unverified: their source states no digest for them and no read of them could be checked, so only their size was; they were written without moverctl's CRC64 and are not recorded as done (exit 9; --verify size accepts them): {}{}",
+        r.unverified.len(),
+        shown.join(", "),
+        if r.unverified.len() > 20 { ", ..." } else { "" }
+    ))
 }
 
 #[cfg(test)]

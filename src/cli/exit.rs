@@ -32,6 +32,10 @@ pub enum Exit {
     /// plan put there, beyond [`crate::cli::shard_cmd::SHORTFALL_PERCENT`]; its record says
     /// `incomplete`.
     Incomplete = 8,
+    /// `copy`, `exec`, `sync`: some objects were written from a cloud source that states no
+    /// digest for them, and no read of them could be checked (`unverified`): not journaled as
+    /// done, never stamped with a CRC64; `--verify size` accepts them.
+    Unverified = 9,
     /// Stopped by Ctrl-C (or SIGINT) after the objects in flight finished; run again to resume.
     Interrupted = 130,
 }
@@ -72,6 +76,10 @@ pub const TABLE: &[(u8, &str)] = &[
         "exec --shard: the shard's listing found more than 1% fewer objects or bytes in its range than the plan put there (a listing that ended short, --src pointed at another corpus, or many objects deleted since planning); what was found is copied and verified, the record says incomplete with the numbers; check the source, or plan again",
     ),
     (
+        9,
+        "copy, exec, sync: some objects were written, but their source states no digest for them and no read of them could be checked (labelled unverified, counted in the summary and JSON, each named); they are not journaled as done and carry no moverctl CRC64; --verify size accepts them as checked by size",
+    ),
+    (
         130,
         "interrupted (Ctrl-C): objects in flight finished and were journaled; run the same command again to resume",
     ),
@@ -80,7 +88,7 @@ pub const TABLE: &[(u8, &str)] = &[
 impl Exit {
     /// The exit code of a finished copy, exec or sync run (`deletes` for sync), by precedence:
     /// interrupted, then credentials refused, then any failed or refused object or delete, then
-    /// a tripped delete guard.
+    /// a tripped delete guard, then unverified objects.
     pub fn of_run(
         r: &crate::transfer::Report,
         deletes: Option<&crate::transfer::sync::DeleteReport>,
@@ -102,6 +110,8 @@ impl Exit {
             )
         }) {
             Exit::DeleteGuard
+        } else if !r.unverified.is_empty() {
+            Exit::Unverified
         } else {
             Exit::Success
         }
@@ -171,5 +181,13 @@ mod run_exit_tests {
         let mut delete_failed = DeleteReport::default();
         delete_failed.failed.push(("k".into(), "e".into()));
         assert_eq!(Exit::of_run(&clean, Some(&delete_failed)), Exit::Partial);
+        // Unverified objects: their own code, below every failure and the guard.
+        let mut unverified = Report::default();
+        unverified.unverified.push("k".into());
+        assert_eq!(Exit::of_run(&unverified, None), Exit::Unverified);
+        assert_eq!(Exit::of_run(&unverified, Some(&guard)), Exit::DeleteGuard);
+        let mut both = partial.clone();
+        both.unverified.push("k".into());
+        assert_eq!(Exit::of_run(&both, None), Exit::Partial);
     }
 }

@@ -192,6 +192,9 @@ pub(super) fn messages(
             r.no_source_digest
         ));
     }
+    if let Some(l) = super::copy_summary::unverified_line(r) {
+        problems.push(l.trim_start_matches("! ").to_string());
+    }
     if r.interrupted {
         problems.push("interrupted: nothing was deleted; run again to resume".into());
     }
@@ -296,6 +299,7 @@ pub(super) fn summary_json(
         "reasons": r.reasons,
         "verified_by": r.verified_by,
         "no_source_digest": r.no_source_digest,
+        "unverified": {"objects": r.unverified.len(), "keys": r.unverified.iter().take(100).collect::<Vec<_>>()},
         "source_objects": r.src_objects,
         "destination_objects": r.dest_objects,
         "delete": {

@@ -267,6 +267,21 @@ pub fn client_options(allow_http: bool) -> ClientOptions {
         )
 }
 
+/// GCS serves an object stored with `Content-Encoding: gzip` (`gsutil cp -Z`) decompressed
+/// unless the request accepts gzip ("decompressive transcoding"): then its size and its digests
+/// (`x-goog-hash`, of the stored bytes) would not match the bytes read, and the object could
+/// never be copied. Every GCS request says `Accept-Encoding: gzip`, so objects are read as stored
+/// (and verified by their stored digests). Bearer tokens sign no header, and reqwest is built
+/// without its decompression features, so nothing decompresses on the way.
+pub fn gcs_client_options(o: ClientOptions) -> ClientOptions {
+    let mut h = ::http::HeaderMap::new();
+    h.insert(
+        ::http::header::ACCEPT_ENCODING,
+        ::http::HeaderValue::from_static("gzip"),
+    );
+    o.with_default_headers(h)
+}
+
 /// The retry policy of every request object_store makes for moverctl (see [`retry`]).
 pub fn retry_config() -> RetryConfig {
     retry::object_store_config()
@@ -488,7 +503,7 @@ impl Store {
                 let (sa, credentials) = creds::gcs(&shown, remote)?;
                 let mut b = GoogleCloudStorageBuilder::new()
                     .with_bucket_name(bucket)
-                    .with_client_options(client_options(true))
+                    .with_client_options(gcs_client_options(client_options(true)))
                     .with_http_connector(http::ObservingConnector {
                         observer: observer.clone(),
                         // Bearer tokens sign no header: Content-MD5 can be added (GCS checks it).

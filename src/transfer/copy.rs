@@ -288,14 +288,30 @@ async fn layout_is_regular(ctx: &Ctx, src: &Entry, part: u64) -> Result<bool, Co
     })
 }
 
+/// A cloud source's object whose bytes nothing but their size checked: refused under `--verify
+/// strict`, accepted as `source-size` under `--verify size`, else `unverified` (written, never
+/// stamped with a CRC64, not recorded as done). A local file is read here from the file itself.
 fn require_digest(ctx: &Ctx, label: ReadCheck) -> Result<ReadCheck, CopyError> {
-    if label == ReadCheck::SourceSize
-        && ctx.opts.verify == Verify::Strict
-        && !ctx.src.caps.in_process
-    {
-        return Err(CopyError::NoSourceDigest);
+    if label != ReadCheck::SourceSize || ctx.src.caps.in_process {
+        return Ok(label);
     }
-    Ok(label)
+    match ctx.opts.verify {
+        Verify::Strict => Err(CopyError::NoSourceDigest),
+        Verify::Size => Ok(ReadCheck::SourceSize),
+        _ => Ok(ReadCheck::Unverified),
+    }
+}
+
+/// Whether the CRC64 of the bytes read may be stamped into the copy's metadata as its source's
+/// (`moverctl_crc64nvme`, which later copies of the copy are checked by): only where the read side
+/// proved those bytes are the source's (or read them from a local file). A CRC64 of bytes that
+/// only their size checked would certify whatever arrived.
+pub(super) fn stamps_crc(ctx: &Ctx, read: ReadCheck) -> bool {
+    match read {
+        ReadCheck::Unverified => false,
+        ReadCheck::SourceSize => ctx.src.caps.in_process,
+        _ => true,
+    }
 }
 
 /// A 1 MiB read block of a local file, used again once the bytes handed on are dropped (sent
@@ -1051,7 +1067,12 @@ async fn copy_single(ctx: &Ctx, src: &Entry, known: Option<Claims>) -> Result<Ou
     })?;
     ctx.limits.take_bytes(d.bytes).await;
     let opts = PutOptions {
-        attributes: metadata(ctx, src, Some(d.crc64), claims.meta.as_ref()),
+        attributes: metadata(
+            ctx,
+            src,
+            stamps_crc(ctx, read_side).then_some(d.crc64),
+            claims.meta.as_ref(),
+        ),
         tags: super::fidelity::source_tags(ctx, src, claims.meta.as_ref()).await?,
         ..Default::default()
     };
@@ -1884,7 +1905,7 @@ async fn copy_multipart(
         src,
         acc.part_ids,
         &acc.md5s,
-        (crc, acc.crc32c),
+        (crc, acc.crc32c, stamps_crc(ctx, read_side)),
         blocks_checked,
         crc_w,
         meta.as_ref(),
@@ -1920,7 +1941,7 @@ async fn complete_and_verify(
     src: &Entry,
     part_ids: Vec<PartId>,
     md5s: &[Option<[u8; 16]>],
-    (crc, crc32c): (u64, Option<u32>),
+    (crc, crc32c, stamp): (u64, Option<u32>, bool),
     blocks_checked: Option<WriteCheck>,
     crc_w: Option<&crate::store::CrcWriter>,
     meta: Option<&ObjectMeta>,
@@ -1932,7 +1953,7 @@ async fn complete_and_verify(
     let with_metadata = match &ctx.dst.azure {
         Some(az) if !ctx.dst.caps.metadata_on_multipart => {
             let ids: Vec<&str> = part_ids.iter().map(|p| p.content_id.as_str()).collect();
-            let attrs = metadata(ctx, src, Some(crc), meta);
+            let attrs = metadata(ctx, src, stamp.then_some(crc), meta);
             match super::from_url::commit(ctx, az, path, &ids, &attrs, None).await {
                 Ok(r) => Some(Ok(r)),
                 Err(super::server_side::Refused::Copy(e)) => Some(Err(e)),

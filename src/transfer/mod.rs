@@ -54,12 +54,16 @@ pub enum Verify {
     /// As `Auto`, but never the checksum-only path: MD5s are computed and compared wherever a
     /// store offers an MD5 (Content-MD5, MD5 and multipart ETags), as before that path existed.
     Md5,
+    /// As `Auto`, and an object from a cloud source whose bytes could be checked by nothing but
+    /// their size is accepted as `source-size` (under the other modes it is `unverified`: not
+    /// recorded as done, and the run exits with its own code).
+    Size,
 }
 
 impl Verify {
     /// Whether copies may be verified by CRC alone where both ends allow it (`auto`, `strict`).
     pub fn allows_checksum_only(self) -> bool {
-        matches!(self, Verify::Auto | Verify::Strict)
+        matches!(self, Verify::Auto | Verify::Strict | Verify::Size)
     }
 }
 
@@ -213,6 +217,10 @@ pub struct Report {
     /// stored checksum or moverctl metadata): their bytes were checked by size on the read side
     /// (`--verify strict` refuses them instead).
     pub no_source_digest: u64,
+    /// Objects written from a cloud source whose bytes could be checked by nothing but their
+    /// size, without `--verify size` to accept that: labelled `unverified`, not journaled as
+    /// done, and the run exits with [`crate::cli::exit::Exit::Unverified`].
+    pub unverified: Vec<String>,
     /// Why objects were skipped or copied: reason → count (dry runs list them too).
     pub reasons: BTreeMap<String, u64>,
     pub requests_get: u64,
@@ -861,6 +869,9 @@ async fn copy_with_retries(ctx: &Ctx, entry: &Entry) -> (Result<copy::Outcome, C
     }
 }
 
+/// The journal's note on an object written but not verified.
+pub const UNVERIFIED: &str = "unverified: the source states no digest for this object and no read of it could be checked, so only its size was; it was written without moverctl's CRC64 and will be copied again (--verify size accepts such objects)";
+
 /// Count a finished task into the report, tell `on_event`, and queue its journal record:
 /// `verified` for a copy, `failed` for an error (unless a multipart upload is kept open for
 /// resume, whose `copying` row stays).
@@ -915,6 +926,12 @@ fn tally(
             if src_is_cloud && o.verified_by.read == ReadCheck::SourceSize {
                 report.no_source_digest += 1;
             }
+            // Written, but its bytes are the source's only as far as their size says: never
+            // journaled as done (the next run copies it again), and the run says so.
+            let unverified = o.verified_by.read == ReadCheck::Unverified;
+            if unverified {
+                report.unverified.push(entry.key.clone());
+            }
             *report.verified_by.entry(o.verified_by).or_default() += 1;
             on_event(&Event::Copied {
                 key: entry.key.clone(),
@@ -926,15 +943,22 @@ fn tally(
                 size: entry.size,
                 src_etag: entry.e_tag,
                 src_mtime: Some(entry.last_modified.to_rfc3339()),
-                state: State::Verified,
-                crc64: o
-                    .crc64_known
+                state: if unverified {
+                    State::Failed
+                } else {
+                    State::Verified
+                },
+                crc64: (o.crc64_known && !unverified)
                     .then(|| crate::checksum::crc64_hex(o.digests.crc64)),
-                md5: o.digests.md5.map(|m| crate::checksum::hex(&m)),
+                md5: o
+                    .digests
+                    .md5
+                    .filter(|_| !unverified)
+                    .map(|m| crate::checksum::hex(&m)),
                 dst_etag: o.dst_etag,
                 verified_by: Some(o.verified_by.to_string()),
                 attempts,
-                error: None,
+                error: unverified.then(|| UNVERIFIED.to_string()),
                 upload_id: o.upload_id,
                 part_size: o.part_size,
             });

@@ -55,8 +55,13 @@ labelled!(
         SourceChecksum => "source-checksum",
         /// The CRC32C the store keeps (GCS).
         SourceCrc32c => "source-crc32c",
-        /// Nothing but the listed size: the source states no digest.
+        /// Nothing but the listed size: the source states no digest, and `--verify size` accepts
+        /// that (local files, read here from the file itself, are labelled so too).
         SourceSize => "source-size",
+        /// Nothing but the listed size, and no `--verify size` to accept it: the object was
+        /// written (without moverctl's CRC64, which a later copy would take for the source's),
+        /// but it is not recorded as done, and the run exits with its own code.
+        Unverified => "unverified",
     }
 );
 

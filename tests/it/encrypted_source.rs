@@ -76,14 +76,16 @@ async fn an_sse_kms_sources_etags_are_never_taken_for_digests() {
     encrypt(&t);
     let dst = unique("kms-dst");
     let (o, v) = t.run(&dst, &[]).await;
-    expect(&o, 0);
+    // No ETag proved anything: the stored CRC64 proves its object; the rest could be checked by
+    // nothing but their size: written (with an MD5 computed here, which the destination
+    // checked), but unverified, exit 9.
+    expect(&o, 9);
     assert_eq!(v["copied"]["objects"], 4, "{}", text(&o));
-    // No ETag proved anything: the stored CRC64 proves its object, the rest are checked by size
-    // (and written with an MD5 computed here, which the destination checked).
+    assert_eq!(v["unverified"]["objects"], 3, "{}", text(&o));
     assert_eq!(verified(&v, "source-checksum+dest-md5"), 1, "{}", text(&o));
-    assert_eq!(verified(&v, "source-size+dest-md5"), 1, "{}", text(&o));
+    assert_eq!(verified(&v, "unverified+dest-md5"), 1, "{}", text(&o));
     assert_eq!(
-        verified(&v, "source-size+dest-multipart-etag"),
+        verified(&v, "unverified+dest-multipart-etag"),
         2,
         "{}",
         text(&o)
@@ -120,4 +122,13 @@ async fn an_sse_kms_sources_etags_are_never_taken_for_digests() {
         assert!(text(&o).contains(k), "{k} is not named: {}", text(&o));
     }
     t.assert_exact(&strict, &[CRC]).await;
+
+    // --verify size accepts them as checked by size: exit 0, `source-size`, counted.
+    let size = unique("kms-size");
+    let (o, v) = t.run(&size, &["--verify", "size"]).await;
+    expect(&o, 0);
+    assert_eq!(v["unverified"]["objects"], 0, "{}", text(&o));
+    assert_eq!(v["no_source_digest"], 3, "{}", text(&o));
+    assert_eq!(verified(&v, "source-size+dest-md5"), 1, "{}", text(&o));
+    t.assert_exact(&size, &ALL).await;
 }

@@ -94,8 +94,10 @@ pub fn opts(verify: Verify) -> CopyOptions {
 /// A run's report plus what its events said per key.
 pub struct Outcome {
     pub report: Report,
-    /// key → verified_by
+    /// key → verified_by (copied and verified: recorded as done)
     pub copied: BTreeMap<String, String>,
+    /// key → verified_by (`unverified+…`: written, not recorded as done)
+    pub unverified: BTreeMap<String, String>,
     /// key → error
     pub failed: BTreeMap<String, String>,
     pub skipped: BTreeMap<String, String>,
@@ -108,6 +110,7 @@ pub struct Outcome {
 pub async fn go(src: &Store, dst: &Store, journal: &std::path::Path, o: CopyOptions) -> Outcome {
     let j = Journal::open(journal, &src.shown(), &dst.shown()).unwrap();
     let mut copied = BTreeMap::new();
+    let mut unverified = BTreeMap::new();
     let mut failed = BTreeMap::new();
     let mut skipped = BTreeMap::new();
     let report = Run {
@@ -122,7 +125,12 @@ pub async fn go(src: &Store, dst: &Store, journal: &std::path::Path, o: CopyOpti
         Event::Copied {
             key, verified_by, ..
         } => {
-            copied.insert(key.clone(), verified_by.to_string());
+            let into = if verified_by.read == moverctl::transfer::ReadCheck::Unverified {
+                &mut unverified
+            } else {
+                &mut copied
+            };
+            into.insert(key.clone(), verified_by.to_string());
         }
         Event::Failed { key, error } => {
             failed.insert(key.clone(), error.clone());
@@ -137,6 +145,7 @@ pub async fn go(src: &Store, dst: &Store, journal: &std::path::Path, o: CopyOpti
     Outcome {
         report,
         copied,
+        unverified,
         failed,
         skipped,
         journal: journal.to_path_buf(),

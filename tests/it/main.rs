@@ -9,6 +9,7 @@ mod encrypted_source;
 mod faults;
 mod fidelity;
 mod from_url;
+mod gzip;
 mod habits;
 mod identity;
 mod json_schema;

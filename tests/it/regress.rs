@@ -350,9 +350,9 @@ async fn irregular_part_layouts_are_not_taken_for_corruption() {
             out.report.failed
         );
         assert!(
-            out.copied["irregular"].starts_with("source-size+"),
+            out.unverified["irregular"].starts_with("unverified+"),
             "{name}: {}",
-            out.copied["irregular"]
+            out.unverified["irregular"]
         );
         assert_eq!(
             super::faults::bytes_at(dst, "irregular").await,
