@@ -44,6 +44,10 @@ pub struct Claims {
     /// The content headers and user metadata an answer showed (not a claim about the bytes:
     /// [`Claims::is_empty`] ignores it).
     pub meta: Option<super::fidelity::ObjectMeta>,
+    /// Azure reads of a blob without a digest ([`super::range_md5`]): ranges whose bytes matched
+    /// the MD5 the service computed for them, and ranges it answered without one.
+    pub ranges_checked: u64,
+    pub ranges_unchecked: u64,
 }
 
 impl Claims {
@@ -162,7 +166,20 @@ impl Claims {
             }
             hit(ReadCheck::SourceCrc32c);
         }
-        Ok(label.unwrap_or(ReadCheck::SourceSize))
+        Ok(
+            label.unwrap_or(if self.ranges_checked > 0 && self.ranges_unchecked == 0 {
+                ReadCheck::SourceRangeMd5
+            } else {
+                ReadCheck::SourceSize
+            }),
+        )
+    }
+
+    /// Takes the range checks the reads recorded in `seen` (the claims themselves were learned
+    /// before reading).
+    pub fn add_ranges(&mut self, seen: &Claims) {
+        self.ranges_checked = seen.ranges_checked;
+        self.ranges_unchecked = seen.ranges_unchecked;
     }
 }
 

@@ -177,10 +177,16 @@ pub(super) fn read_range(
     let etag = src.e_tag.clone();
     let whole = range.start == 0 && range.end == src.size;
     let azure_src = ctx.src.azure.is_some();
+    // An Azure blob whose answer states no digest is read again in ranges the service checks
+    // (range_md5.rs); the first answer's body is dropped unread.
+    let by_range = seen
+        .as_ref()
+        .filter(|_| range.end > range.start)
+        .and_then(|_| super::range_md5::Reader::of(ctx, src));
     stream::once(async move {
         let mut o = GetOptions::default();
         if !whole {
-            o.range = Some(GetRange::Bounded(range));
+            o.range = Some(GetRange::Bounded(range.clone()));
         }
         if pin {
             o.if_match = etag;
@@ -190,22 +196,34 @@ pub(super) fn read_range(
             .await
             .map_err(store_err("reading the source"))?;
         if let Some(seen) = seen {
-            let mut c = seen.lock().expect("claims lock");
-            c.meta = Some(ObjectMeta::of_attributes(
-                &r.attributes,
-                r.extensions.get::<DigestHeaders>(),
-                azure_src,
-            ));
-            if let Some(v) = r.attributes.get(&Attribute::Metadata(META_CRC64.into())) {
-                c.add_meta_crc64(v);
-            }
-            if let Some(h) = r.extensions.get::<DigestHeaders>() {
-                c.add_headers(h, !whole);
+            let want = {
+                let mut c = seen.lock().expect("claims lock");
+                c.meta = Some(ObjectMeta::of_attributes(
+                    &r.attributes,
+                    r.extensions.get::<DigestHeaders>(),
+                    azure_src,
+                ));
+                if let Some(v) = r.attributes.get(&Attribute::Metadata(META_CRC64.into())) {
+                    c.add_meta_crc64(v);
+                }
+                if let Some(h) = r.extensions.get::<DigestHeaders>() {
+                    c.add_headers(h, !whole);
+                }
+                super::range_md5::wanted(&c)
+            };
+            if let Some(rd) = by_range.filter(|_| want)
+                && let Some(url) = rd.signed(&path).await
+            {
+                drop(r);
+                return Ok::<_, CopyError>(super::range_md5::stream(rd, range, url, seen));
             }
         }
-        Ok::<_, CopyError>(r)
+        Ok::<_, CopyError>(
+            r.into_stream()
+                .map_err(store_err("reading the source"))
+                .boxed(),
+        )
     })
-    .map_ok(|r| r.into_stream().map_err(store_err("reading the source")))
     .try_flatten()
     .boxed()
 }
@@ -252,7 +270,7 @@ pub(super) async fn check_source(
         _ => claims,
     };
     let e = match claims.check(crc64, ordered) {
-        Ok(label) => return require_digest(ctx, label),
+        Ok(label) => return require_digest(ctx, src, label),
         Err(e) => e,
     };
     let Some((part, _)) = &claims.parts_etag else {
@@ -268,7 +286,7 @@ pub(super) async fn check_source(
     if layout_is_regular(ctx, src, *part).await? {
         return Err(e);
     }
-    require_digest(ctx, label)
+    require_digest(ctx, src, label)
 }
 
 /// Whether the source's last part has the size a regular layout of `part`-sized parts implies
@@ -291,8 +309,9 @@ async fn layout_is_regular(ctx: &Ctx, src: &Entry, part: u64) -> Result<bool, Co
 /// A cloud source's object whose bytes nothing but their size checked: refused under `--verify
 /// strict`, accepted as `source-size` under `--verify size`, else `unverified` (written, never
 /// stamped with a CRC64, not recorded as done). A local file is read here from the file itself.
-fn require_digest(ctx: &Ctx, label: ReadCheck) -> Result<ReadCheck, CopyError> {
-    if label != ReadCheck::SourceSize || ctx.src.caps.in_process {
+fn require_digest(ctx: &Ctx, src: &Entry, label: ReadCheck) -> Result<ReadCheck, CopyError> {
+    // No byte of an empty object can be wrong.
+    if label != ReadCheck::SourceSize || ctx.src.caps.in_process || src.size == 0 {
         return Ok(label);
     }
     match ctx.opts.verify {
@@ -1503,6 +1522,8 @@ struct PartUpload<'a> {
     /// Checksum-only path: the CRC64-sending writer; parts go out on presigned URLs bound to the
     /// CRC64 computed as they were read where [`super::crc_url::applies`].
     crc_w: Option<&'a crate::store::CrcWriter>,
+    /// What the reads record (Azure range checks, see [`super::range_md5`]).
+    seen: Seen,
 }
 
 /// A part's bytes kept for the in-order hash, with the buffer permit they hold until hashed.
@@ -1539,7 +1560,7 @@ async fn upload_part(
 ) -> Result<(PartRecord, Option<KeptPart>, Option<u32>), CopyError> {
     let (chunks, d) = match got {
         Some(r) => r?,
-        None => fetch(ctx, up.src, range, up.part_md5, None).await?,
+        None => fetch(ctx, up.src, range, up.part_md5, Some(up.seen.clone())).await?,
     };
     let c32 = up
         .want_crc32c
@@ -1717,10 +1738,11 @@ async fn copy_multipart(
     // and no request is added.
     let learn =
         claims.meta.is_none() && ctx.src.local_root.is_none() && ctx.dst.caps.keeps_metadata;
-    let seen: Seen = Arc::new(Mutex::new(Claims::default()));
+    // The reads record there what they learn (and Azure's range checks, see range_md5.rs).
+    let seen: Seen = Arc::new(Mutex::new(claims.clone()));
     let reader = Arc::new(tokio::sync::Mutex::new(sequential.then(|| {
         Splitter::new(
-            read_range(ctx, src, 0..src.size, learn.then(|| seen.clone())),
+            read_range(ctx, src, 0..src.size, Some(seen.clone())),
             need_whole_md5.then(|| InOrder::new(&claims)),
             part_md5,
         )
@@ -1822,6 +1844,7 @@ async fn copy_multipart(
         blocks_by_crc,
         part_md5,
         crc_w,
+        seen: seen.clone(),
     };
     let part_futs = reads.map(|(idx, range, permit, got)| {
         upload_part(ctx, &up, idx, range, permit, got, done[idx].clone())
@@ -1882,6 +1905,8 @@ async fn copy_multipart(
         }
         None => (claims, ordered),
     };
+    let mut claims = claims;
+    claims.add_ranges(&seen.lock().expect("claims lock"));
     let read_side = match check_source(ctx, src, &claims, acc.crc64, ordered.as_ref()).await {
         Ok(l) => l,
         Err(e) => {
@@ -2093,8 +2118,9 @@ async fn copy_multipart_streaming(
     ranges: Vec<Range<u64>>,
     known: Option<Claims>,
 ) -> Result<Outcome, CopyError> {
-    let claims = discover_once(ctx, src, true, known).await?;
+    let mut claims = discover_once(ctx, src, true, known).await?;
     let mut in_order = claims.needs_in_order().then(|| InOrder::new(&claims));
+    let seen: Seen = Arc::new(Mutex::new(claims.clone()));
     let mut up = ctx
         .dst
         .inner
@@ -2109,7 +2135,7 @@ async fn copy_multipart_streaming(
         .map_err(store_err("starting the upload"))?;
     let mut crc: Option<u64> = None;
     for range in &ranges {
-        let res = fetch(ctx, src, range.clone(), false, None).await;
+        let res = fetch(ctx, src, range.clone(), false, Some(seen.clone())).await;
         let (chunks, d) = match res {
             Ok(v) => v,
             Err(e) => {
@@ -2136,6 +2162,7 @@ async fn copy_multipart_streaming(
     }
     let crc = crc.unwrap_or(0);
     let ordered = in_order.map(InOrder::finish);
+    claims.add_ranges(&seen.lock().expect("claims lock"));
     let read_side = match check_source(ctx, src, &claims, crc, ordered.as_ref()).await {
         Ok(l) => l,
         Err(e) => {

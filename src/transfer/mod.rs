@@ -18,6 +18,7 @@ pub mod filter;
 pub mod from_url;
 pub mod local_dest;
 pub mod progress_store;
+pub mod range_md5;
 pub mod server_side;
 mod stream_put;
 pub mod sync;

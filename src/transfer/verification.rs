@@ -55,6 +55,9 @@ labelled!(
         SourceChecksum => "source-checksum",
         /// The CRC32C the store keeps (GCS).
         SourceCrc32c => "source-crc32c",
+        /// Azure, a blob without a digest of its own: read in ranges of at most 4 MiB, each
+        /// matching the MD5 the service computed for it as it served it.
+        SourceRangeMd5 => "source-range-md5",
         /// Nothing but the listed size: the source states no digest, and `--verify size` accepts
         /// that (local files, read here from the file itself, are labelled so too).
         SourceSize => "source-size",

@@ -24,6 +24,7 @@ mod plan_report;
 mod plan_restore;
 mod plan_src;
 mod probe;
+mod range_md5;
 mod refusals;
 mod regress;
 mod resume;
