@@ -36,6 +36,10 @@ pub struct Claims {
     pub etag_opaque: bool,
     /// The source's own part size and its multipart ETag (normalised).
     pub parts_etag: Option<(u64, String)>,
+    /// An S3 multipart source whose parts are not all one size: every part's size (learned
+    /// with a HEAD of each, `partNumber`) and its multipart ETag, rebuilt from the MD5s of the
+    /// bytes read over those parts.
+    pub parts_sizes: Option<(Vec<u64>, String)>,
     /// moverctl's CRC64 from the source's metadata.
     pub crc64_meta: Option<u64>,
     /// A CRC64/NVME the source store computed and stored.
@@ -53,7 +57,10 @@ pub struct Claims {
 impl Claims {
     /// Claims that need the bytes hashed in order (everything but CRC64, which combines).
     pub fn needs_in_order(&self) -> bool {
-        self.md5.is_some() || self.parts_etag.is_some() || self.crc32c.is_some()
+        self.md5.is_some()
+            || self.parts_etag.is_some()
+            || self.parts_sizes.is_some()
+            || self.crc32c.is_some()
     }
 
     /// Whether the source states a CRC of its bytes (moverctl's CRC64, a stored CRC64, a
@@ -66,11 +73,14 @@ impl Claims {
     /// not hashed for (MD5 is computed only where it is the only proof the source offers).
     /// Returns whether anything was dropped.
     pub fn prefer_crc(&mut self) -> bool {
-        if !self.states_crc() || (self.md5.is_none() && self.parts_etag.is_none()) {
+        if !self.states_crc()
+            || (self.md5.is_none() && self.parts_etag.is_none() && self.parts_sizes.is_none())
+        {
             return false;
         }
         self.md5 = None;
         self.parts_etag = None;
+        self.parts_sizes = None;
         true
     }
 
@@ -90,6 +100,7 @@ impl Claims {
             self.md5_is_etag = false;
         }
         self.parts_etag = None;
+        self.parts_sizes = None;
     }
 
     /// Voids the ETag's claims when `h` (an S3 answer for this object) shows encryption that
@@ -154,6 +165,15 @@ impl Claims {
             }
             hit(ReadCheck::SourcePartsEtag);
         }
+        // Hashed over the parts' own sizes where the path hashes in order; a path that does not
+        // (it hashes pieces of its own) leaves it unchecked, never failed.
+        if let Some((_, etag)) = &self.parts_sizes {
+            match ordered.and_then(|o| o.parts_sized.as_deref()) {
+                Some(e) if e == etag => hit(ReadCheck::SourcePartsEtag),
+                Some(_) => return bad("its multipart ETag (over its parts' own sizes)"),
+                None => {}
+            }
+        }
         if let Some(c) = self.crc64_stored {
             if c != crc64 {
                 return bad("the CRC64 the store keeps for it");
@@ -188,6 +208,8 @@ impl Claims {
 pub struct Ordered {
     pub md5: Option<[u8; 16]>,
     pub parts_etag: Option<String>,
+    /// The multipart ETag rebuilt over [`Claims::parts_sizes`].
+    pub parts_sized: Option<String>,
     pub crc32c: Option<u32>,
 }
 
@@ -197,6 +219,8 @@ pub struct InOrder {
     md5: Option<md5::Md5>,
     /// (part size, bytes in the current part, its MD5, MD5s of finished parts)
     parts: Option<(u64, u64, md5::Md5, Vec<[u8; 16]>)>,
+    /// (every part's size, bytes in the current part, its MD5, MD5s of finished parts)
+    sized: Option<(Vec<u64>, u64, md5::Md5, Vec<[u8; 16]>)>,
     crc32c: Option<Crc>,
 }
 
@@ -208,11 +232,35 @@ impl InOrder {
                 .parts_etag
                 .as_ref()
                 .map(|(size, _)| (*size, 0, md5::Md5::new(), Vec::new())),
+            sized: c
+                .parts_sizes
+                .as_ref()
+                .map(|(sizes, _)| (sizes.clone(), 0, md5::Md5::new(), Vec::new())),
             crc32c: c.crc32c.map(|_| Crc::new(CrcAlgorithm::Crc32Iscsi)),
         }
     }
 
-    pub fn update(&mut self, mut data: &[u8]) {
+    pub fn update(&mut self, data: &[u8]) {
+        if let Some((sizes, filled, cur, done)) = &mut self.sized {
+            let mut d = data;
+            while !d.is_empty() {
+                // Bytes past the last part (more than the sizes add up to) go into one more
+                // part, so the ETag cannot match.
+                let size = sizes.get(done.len()).copied().unwrap_or(u64::MAX);
+                let take = ((size - *filled) as usize).min(d.len());
+                cur.update(&d[..take]);
+                *filled += take as u64;
+                d = &d[take..];
+                if *filled == size {
+                    done.push(std::mem::replace(cur, md5::Md5::new()).finalize().into());
+                    *filled = 0;
+                }
+            }
+        }
+        self.update_rest(data);
+    }
+
+    fn update_rest(&mut self, mut data: &[u8]) {
         if let Some(m) = &mut self.md5 {
             m.update(data);
         }
@@ -237,6 +285,12 @@ impl InOrder {
         Ordered {
             md5: self.md5.map(|m| m.finalize().into()),
             parts_etag: self.parts.map(|(_, filled, cur, mut done)| {
+                if filled > 0 {
+                    done.push(cur.finalize().into());
+                }
+                checksum::multipart_etag(&done)
+            }),
+            parts_sized: self.sized.map(|(_, filled, cur, mut done)| {
                 if filled > 0 {
                     done.push(cur.finalize().into());
                 }
@@ -347,6 +401,49 @@ mod tests {
         };
         azure.void_etag();
         assert_eq!(azure.md5, o.md5);
+    }
+
+    #[test]
+    fn uneven_parts_rebuild_the_etag_over_their_own_sizes() {
+        let data = bytes(12_000);
+        let sizes = vec![5000u64, 6000, 1000];
+        let mut at = 0usize;
+        let md5s: Vec<[u8; 16]> = sizes
+            .iter()
+            .map(|n| {
+                let m = md5::Md5::digest(&data[at..at + *n as usize]).into();
+                at += *n as usize;
+                m
+            })
+            .collect();
+        let etag = checksum::multipart_etag(&md5s);
+        let claims = Claims {
+            parts_sizes: Some((sizes, etag)),
+            ..Default::default()
+        };
+        for chunk in [1, 999, 5000, 12_000] {
+            let mut h = InOrder::new(&claims);
+            for c in data.chunks(chunk) {
+                h.update(c);
+            }
+            assert_eq!(
+                claims
+                    .check(checksum::crc64_of(&data), Some(&h.finish()))
+                    .unwrap(),
+                ReadCheck::SourcePartsEtag
+            );
+        }
+        let mut flipped = data.clone();
+        flipped[5500] ^= 1;
+        let mut h = InOrder::new(&claims);
+        h.update(&flipped);
+        assert!(
+            claims
+                .check(checksum::crc64_of(&flipped), Some(&h.finish()))
+                .is_err()
+        );
+        // A path that hashed nothing in order leaves it unchecked.
+        assert_eq!(claims.check(0, None).unwrap(), ReadCheck::SourceSize);
     }
 
     #[test]

@@ -286,7 +286,66 @@ pub(super) async fn check_source(
     if layout_is_regular(ctx, src, *part).await? {
         return Err(e);
     }
+    // Parts of unequal size: learn every part's size, and read the object again hashing over
+    // them (the next attempt finds the layout learned here).
+    if let (Some(s3), Some(etag)) = (&ctx.src.s3, &src.e_tag)
+        && let Some(sizes) = learn_layout(ctx, s3, src, None).await?
+    {
+        LAYOUTS
+            .lock()
+            .expect("layouts lock")
+            .insert(layout_key(ctx, src, etag), sizes);
+        return Err(CopyError::Mismatch(
+            "the source's multipart parts are not all one size: their sizes were learned, and it is read again to check its multipart ETag over them".into(),
+        ));
+    }
     require_digest(ctx, src, label)
+}
+
+/// Part layouts of S3 multipart sources whose parts are not all one size, learned in this
+/// process: (source location and key, ETag) → every part's size.
+static LAYOUTS: Mutex<std::collections::BTreeMap<(String, String), Vec<u64>>> =
+    Mutex::new(std::collections::BTreeMap::new());
+
+fn layout_key(ctx: &Ctx, src: &Entry, etag: &str) -> (String, String) {
+    (
+        format!("{}\u{0}{}", ctx.src.shown(), src.key),
+        checksum::etag_norm(etag),
+    )
+}
+
+/// Every part's size of an S3 multipart source (a HEAD of each with `partNumber`; `first`: part
+/// 1's, known already), when the ETag's part count and the sizes add up to the object; None
+/// where a part cannot be asked for.
+async fn learn_layout(
+    ctx: &Ctx,
+    s3: &object_store::aws::AmazonS3,
+    src: &Entry,
+    first: Option<u64>,
+) -> Result<Option<Vec<u64>>, CopyError> {
+    let Some(n) = src
+        .e_tag
+        .as_deref()
+        .map(checksum::etag_norm)
+        .and_then(|e| e.rsplit_once('-').and_then(|(_, n)| n.parse::<u32>().ok()))
+        .filter(|n| (1..=10_000).contains(n))
+    else {
+        return Ok(None);
+    };
+    let mut sizes = Vec::with_capacity(n as usize);
+    for k in 1..=n {
+        let len = match (k, first) {
+            (1, Some(l)) => Some(l),
+            _ => raw_head(ctx, s3, src, Some(k))
+                .await?
+                .and_then(|h| h.get("content-length").and_then(|v| v.parse::<u64>().ok())),
+        };
+        match len {
+            Some(l) => sizes.push(l),
+            None => return Ok(None),
+        }
+    }
+    Ok((sizes.iter().sum::<u64>() == src.size).then_some(sizes))
 }
 
 /// Whether the source's last part has the size a regular layout of `part`-sized parts implies
@@ -659,7 +718,17 @@ pub(super) async fn discover_for(
             return Ok(c);
         }
     }
-    if multipart_etag && let Some(s3) = &ctx.src.s3 {
+    let learned = src.e_tag.as_deref().and_then(|e| {
+        LAYOUTS
+            .lock()
+            .expect("layouts lock")
+            .get(&layout_key(ctx, src, e))
+            .cloned()
+    });
+    if multipart_etag && let (Some(sizes), Some(e)) = (learned, &src.e_tag) {
+        // Parts of unequal size, learned by an earlier attempt.
+        c.parts_sizes = Some((sizes, checksum::etag_norm(e)));
+    } else if multipart_etag && let Some(s3) = &ctx.src.s3 {
         // One HEAD of part 1: its length is the source's part size, so the multipart ETag can
         // be recomputed; moverctl's metadata comes with it.
         if let Some(h) = raw_head(ctx, s3, src, Some(1)).await? {
@@ -675,6 +744,13 @@ pub(super) async fn discover_for(
                 &src.e_tag,
             ) {
                 c.parts_etag = claims::parts_layout(e, src.size, len);
+                // Part 1's size does not give the ETag's part count: the parts are of unequal
+                // size, and every part's size is learned (a HEAD of each).
+                if c.parts_etag.is_none()
+                    && let Some(sizes) = learn_layout(ctx, s3, src, Some(len)).await?
+                {
+                    c.parts_sizes = Some((sizes, checksum::etag_norm(e)));
+                }
             }
         }
     } else if head && (c.md5.is_none() || crc_path || (c.md5_is_etag && ctx.src.s3.is_some())) {
