@@ -213,6 +213,10 @@ pub struct Ordered {
     pub crc32c: Option<u32>,
 }
 
+/// Part-wise MD5s over given part sizes: (every part's size, bytes in the current part, its MD5,
+/// MD5s of finished parts).
+type Sized = (Vec<u64>, u64, md5::Md5, Vec<[u8; 16]>);
+
 /// Hashes an object's bytes in order for the claims that need it.
 #[derive(Clone)]
 pub struct InOrder {
@@ -220,7 +224,7 @@ pub struct InOrder {
     /// (part size, bytes in the current part, its MD5, MD5s of finished parts)
     parts: Option<(u64, u64, md5::Md5, Vec<[u8; 16]>)>,
     /// (every part's size, bytes in the current part, its MD5, MD5s of finished parts)
-    sized: Option<(Vec<u64>, u64, md5::Md5, Vec<[u8; 16]>)>,
+    sized: Option<Sized>,
     crc32c: Option<Crc>,
 }
 
