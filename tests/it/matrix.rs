@@ -16,9 +16,10 @@
 //!
 //! Cells that cannot exist are printed as such with the reason (an empty object has no multipart
 //! origin; a local source is read from the file itself, so no read can be flipped on the way;
-//! GCS always keeps a CRC32C). Reads flipped from a source that states no digest cannot be
-//! detected by anyone, so those runs use `--verify strict`, which must refuse them; under
-//! `--verify auto` the fault-free run checks they are labelled `source-size`. Azurite answers Put
+//! GCS always keeps a CRC32C). Every run uses the default `--verify auto` (issue 25): an Azure
+//! block list is checked range by range (`source-range-md5`), S3 parts of unequal size by their
+//! ETag rebuilt over the learned part sizes (`source-parts-etag`), and whatever nothing checked
+//! is written `unverified` and never recorded as done, never stamped with a CRC64. Azurite answers Put
 //! Block with the CRC64 of the bytes it received (`dest-block-crc64`), so flipped writes into
 //! Azure are caught under `--verify auto` like everywhere else. The matrix's coverage is printed and written to
 //! `target/verification-matrix.txt`; README's integrity tables say the same.
