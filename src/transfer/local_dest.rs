@@ -15,7 +15,11 @@
 //!   listed ETag) of whole multiples of the source's part size (about `--part-size` each), the
 //!   MD5 of each source part computed as it streams, so the ETag is recomputed from them;
 //! - a cloud source whose digest needs every byte in order (a plain MD5, a CRC32C): one GET,
-//!   hashed as it streams, the writes running behind it.
+//!   hashed as it streams, the writes running behind it;
+//! - an Azure blob whose answer states no digest (a block list the SDKs committed without
+//!   Content-MD5): each of those GETs is replaced by reads of at most 4 MiB that Azure checks
+//!   ([`super::range_md5`], `source-range-md5`), the GET's body dropped unread; where they
+//!   cannot be made the object is `unverified`.
 //!
 //! Resume after a crash: a large object read by parts (a local source, or ranged GETs) is
 //! journaled as it goes — the temporary file's name as the object's upload, and each part's
@@ -41,6 +45,7 @@
 
 use super::claims::{Claims, InOrder, Ordered};
 use super::copy::{CopyError, Ctx, Outcome, check_source, discover, store_err};
+use super::range_md5::Seen;
 use super::verification::{Verification, WriteCheck};
 use super::{Fsync, Verify};
 use crate::checksum::{self, Digests, Hasher, META_CRC64, META_MODE, META_MTIME};
@@ -270,6 +275,42 @@ async fn get(
         .map_err(store_err("reading the source"))
         .boxed();
     Ok((answer, s))
+}
+
+/// [`get`]'s stream, unless the object is an Azure blob whose answer states no digest
+/// (`claims`, with that answer's): then its `range` is read again in ranges the service checks
+/// ([`super::range_md5`], the counts going to `seen`) and the GET's body is dropped unread, as
+/// on every other destination's path ([`super::copy::read_range`]).
+async fn by_range(
+    ctx: &Ctx,
+    src: &Entry,
+    claims: &Claims,
+    range: Range<u64>,
+    s: BoxStream<'static, Result<Bytes, CopyError>>,
+    seen: &Seen,
+) -> BoxStream<'static, Result<Bytes, CopyError>> {
+    if range.is_empty() || !super::range_md5::wanted(claims) {
+        return s;
+    }
+    let Some(rd) = super::range_md5::Reader::of(ctx, src) else {
+        return s;
+    };
+    let url = match ctx.src.path_of(&src.key) {
+        Ok(path) => rd.signed(&path).await,
+        Err(_) => None,
+    };
+    match url {
+        Some(url) => {
+            drop(s);
+            super::range_md5::stream(rd, range, url, seen.clone())
+        }
+        None => {
+            // Read unchecked: the object cannot be labelled `source-range-md5` by its other
+            // ranges (a SAS that failed to sign for one part only).
+            seen.lock().expect("claims lock").ranges_unchecked += 1;
+            s
+        }
+    }
 }
 
 /// MD5s of consecutive pieces of `size` bytes (a source's multipart layout) of a stream.
@@ -931,6 +972,8 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
     // Memory: each part in flight holds up to two batches (one written, one gathered).
     let mib = ((2 * BATCH) >> 20) as u32;
     let answer: Arc<Mutex<Option<Answer>>> = Arc::new(Mutex::new(None));
+    // What the range-checked reads of an Azure blob without a digest found (see by_range).
+    let seen: Seen = Arc::new(Mutex::new(Claims::default()));
     let (crc, ordered) = match &reads {
         Reads::Stream => {
             let _permit = ctx
@@ -980,6 +1023,7 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
                 claims.add_headers(h, kept > 0);
             }
             *answer.lock().expect("answer lock") = Some(a);
+            let s = by_range(ctx, src, &claims, kept..size, s, &seen).await;
             if w.is_none() {
                 w = claims.needs_in_order().then(|| InOrder::new(&claims));
             }
@@ -1037,6 +1081,7 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
                 stream::iter(parts.iter().cloned().enumerate())
                     .map(|(i, r)| {
                         let (file, dest, answer) = (&partial.file, &dest, answer.clone());
+                        let (claims, seen) = (&claims, &seen);
                         let (carried, name) = (carried_part(i), journaled_as.as_deref());
                         async move {
                             let _permit = ctx
@@ -1051,6 +1096,15 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
                                 return Ok((i, d, m));
                             }
                             let (a, s) = get(ctx, src, Some(r.clone())).await?;
+                            // This range's answer with what the object's claims say.
+                            let mut c = claims.clone();
+                            if let Some(v) = &a.crc64_meta {
+                                c.add_meta_crc64(v);
+                            }
+                            if let Some(h) = &a.headers {
+                                c.add_headers(h, true);
+                            }
+                            let s = by_range(ctx, src, &c, r.clone(), s, seen).await;
                             answer.lock().expect("answer lock").get_or_insert(a);
                             let (d, m) =
                                 write_stream(ctx, src, file, dest, r, s, src_part, None, None)
@@ -1075,6 +1129,7 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
             (crc, ordered)
         }
     };
+    claims.add_ranges(&seen.lock().expect("claims lock"));
     let read_side = check_source(ctx, src, &claims, crc, ordered.as_ref()).await?;
     if let Reads::Local(f, sp) = &reads {
         local_unchanged(f, sp, src)?;

@@ -557,14 +557,12 @@ async fn source_row_to(src_kind: K, dst_kinds: &[K]) -> Vec<String> {
                     let mut unverified = 0;
                     for o in &objs {
                         // An Azure block list states no digest: its reads are checked range by
-                        // range against the MD5s Azure computes as it serves them (not yet on
-                        // the local-destination path, which stays unverified).
+                        // range against the MD5s Azure computes as it serves them, into every
+                        // destination (a local folder's own reads too).
                         // An S3 source in parts of unequal size: every part's size is learned
                         // (HEAD partNumber) and its multipart ETag rebuilt over them.
                         let rebuilt = match (src_kind, o.origin) {
-                            (K::Azure, Origin::Multipart) if dst_kind != K::Local => {
-                                Some("source-range-md5+")
-                            }
+                            (K::Azure, Origin::Multipart) => Some("source-range-md5+"),
                             (K::S3, Origin::NoDigest) => Some("source-parts-etag+"),
                             _ => None,
                         };
@@ -573,8 +571,7 @@ async fn source_row_to(src_kind: K, dst_kinds: &[K]) -> Vec<String> {
                             assert!(by.starts_with(want), "{what}: {} verified by {by}", o.key);
                             continue;
                         }
-                        let no_digest = o.origin == Origin::NoDigest
-                            || (src_kind == K::Azure && o.origin == Origin::Multipart);
+                        let no_digest = o.origin == Origin::NoDigest;
                         if no_digest {
                             // Nothing checked its bytes: written, labelled, never recorded.
                             let by = &out.unverified[&o.key];
