@@ -167,6 +167,9 @@ pub enum DiffError {
     Journal(#[from] crate::journal::JournalError),
 }
 
+/// The reason for not copying again an object an earlier run wrote `unverified` (row 3c).
+pub const UNVERIFIED_EARLIER: &str = "unverified earlier";
+
 /// The reason for re-copying an object another writer changed at the destination (row 3b).
 pub const CHANGED_AT_DESTINATION: &str = "changed at destination";
 
@@ -191,6 +194,7 @@ fn plain_md5(e: &Option<String>) -> Option<[u8; 16]> {
 /// | 2 | yes, other size | — | copy (`size differs`) |
 /// | 3 | yes, same size | journal: verified, same source size + ETag, same destination ETag | skip (`verified earlier`), no request |
 /// | 3b | yes, same size | journal: verified, same source size + ETag, but the destination's listed ETag is not the one recorded for that verified write | copy (`changed at destination`), no request |
+/// | 3c | yes, same size | journal: written `unverified` (no digest could check it), same source size + ETag, same destination ETag | skip (`unverified earlier`), no request: another copy could be checked no better; the run still counts it unverified (exit 9) unless `--verify size` |
 /// | 4 | yes, same size | [`JoinPolicy::compare_md5_etags`] (both stores' single-part ETags are MD5s), both listed ETags are plain MD5s (not multipart `…-N`) and equal | skip (`same md5`), no request |
 /// | 5 | yes, same size | the same, and they differ | copy (`md5 differs`) |
 /// | 6 | yes, same size | journal: failed | copy (`failed earlier`) |
@@ -242,6 +246,21 @@ pub fn decide(
         // not the one that copy got: something else wrote it since. Its moverctl metadata may
         // have been copied over with it, so a HEAD would prove nothing.
         return Decision::Copy(CHANGED_AT_DESTINATION);
+    }
+    if let Some(r) = journal
+        && r.state == State::Failed
+        && r.verified_by
+            .as_deref()
+            .is_some_and(|v| v.starts_with("unverified"))
+        && r.size == src.size
+        && same(&r.src_etag, &src.e_tag)
+        && r.dst_etag.is_some()
+        && same(&r.dst_etag, &dst.e_tag)
+    {
+        // Written in full, but the source states nothing its bytes could be checked by: copying
+        // the same version again would prove no more and cost the transfer again (every run of
+        // a cron sync). It stays counted as unverified.
+        return Decision::Skip(UNVERIFIED_EARLIER);
     }
     if policy.compare_md5_etags
         && let (Some(a), Some(b)) = (plain_md5(&src.e_tag), plain_md5(&dst.e_tag))
@@ -371,6 +390,34 @@ mod tests {
     fn row_6_journal_failed_copies_failed_earlier() {
         let (src, dst) = (entry(5, "\"s\""), entry(5, "\"d\""));
         let r = record(State::Failed, &src, "\"d\"");
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), PLAIN),
+            Decision::Copy("failed earlier")
+        );
+    }
+
+    #[test]
+    fn row_3c_an_unverified_copy_of_the_same_version_is_not_copied_again() {
+        let (src, dst) = (entry(5, "\"s\""), entry(5, "\"d\""));
+        let mut r = record(State::Failed, &src, "\"d\"");
+        r.verified_by = Some("unverified+dest-md5".into());
+        assert_eq!(
+            decide(&src, Some(&dst), Some(&r), PLAIN),
+            Decision::Skip(UNVERIFIED_EARLIER)
+        );
+        // another source version, or a destination changed since: copied
+        let other = entry(5, "\"s2\"");
+        assert_eq!(
+            decide(&other, Some(&dst), Some(&r), PLAIN),
+            Decision::Copy("failed earlier")
+        );
+        let changed = entry(5, "\"d2\"");
+        assert_eq!(
+            decide(&src, Some(&changed), Some(&r), PLAIN),
+            Decision::Copy("failed earlier")
+        );
+        // a plain failure is copied again
+        r.verified_by = None;
         assert_eq!(
             decide(&src, Some(&dst), Some(&r), PLAIN),
             Decision::Copy("failed earlier")

@@ -593,6 +593,9 @@ impl Run {
             };
             match decision {
                 Decision::Skip(reason) => {
+                    if reason == diff::UNVERIFIED_EARLIER && opts.verify != Verify::Size {
+                        report.unverified.push(action.src.key.clone());
+                    }
                     report.skipped += 1;
                     report.skipped_bytes += action.src.size;
                     *report.reasons.entry(reason.to_string()).or_default() += 1;
@@ -871,7 +874,7 @@ async fn copy_with_retries(ctx: &Ctx, entry: &Entry) -> (Result<copy::Outcome, C
 }
 
 /// The journal's note on an object written but not verified.
-pub const UNVERIFIED: &str = "unverified: the source states no digest for this object and no read of it could be checked, so only its size was; it was written without moverctl's CRC64 and will be copied again (--verify size accepts such objects)";
+pub const UNVERIFIED: &str = "unverified: the source states no digest for this object and no read of it could be checked, so only its size was; it was written without moverctl's CRC64; later runs do not copy the same version again (no copy could be checked better) but keep counting it (--verify size accepts such objects)";
 
 /// Count a finished task into the report, tell `on_event`, and queue its journal record:
 /// `verified` for a copy, `failed` for an error (unless a multipart upload is kept open for
