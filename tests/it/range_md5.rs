@@ -4,7 +4,7 @@
 //! A block blob is read in ranges of at most 4 MiB with `x-ms-range-get-content-md5: true`, and
 //! a byte flipped on the way (by a fault proxy in front of Azurite) is caught against the MD5
 //! the service computed for that range: the copy is retried and ends exact
-//! (`source-range-md5`); an append blob read in parts likewise. A blob whose key object_store's
+//! (`source-range-md5`); append and page blobs read in parts likewise. A blob whose key object_store's
 //! SAS cannot sign (it needs percent-encoding) is written `unverified`, never recorded as done. Failed on the main of 2026-12-03: the
 //! flipped block blob was recorded done as `source-size+…` with the CRC64 of the wrong bytes.
 
@@ -87,6 +87,45 @@ async fn put_append(store: &Store, key: &str, bytes: &[u8]) {
     }
 }
 
+/// A page blob of `bytes` (its length a multiple of 512; pages written at most 4 MiB at a time),
+/// through a SAS.
+async fn put_page(store: &Store, key: &str, bytes: &[u8]) {
+    assert_eq!(bytes.len() % 512, 0);
+    let az = store.azure.as_ref().unwrap();
+    let path = store.path_of(key).unwrap();
+    let client = reqwest::Client::new();
+    let url = az
+        .signed_url(Method::PUT, &path, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let r = client
+        .put(url.clone())
+        .header("x-ms-blob-type", "PageBlob")
+        .header("x-ms-blob-content-length", bytes.len().to_string())
+        .header("content-length", "0")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "create page blob: {}", r.status());
+    for (i, part) in bytes.chunks(4 * MIB).enumerate() {
+        let start = i * 4 * MIB;
+        let mut u = url.clone();
+        u.query_pairs_mut().append_pair("comp", "page");
+        let r = client
+            .put(u)
+            .header("x-ms-page-write", "update")
+            .header(
+                "x-ms-range",
+                format!("bytes={start}-{}", start + part.len() - 1),
+            )
+            .body(part.to_vec())
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "put page: {}", r.status());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn azure_blobs_without_a_digest_are_checked_range_by_range() {
     let Some(s) = servers() else { return };
@@ -117,7 +156,10 @@ async fn azure_blobs_without_a_digest_are_checked_range_by_range_into_a_local_fo
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, ["append", "blocks", "small-blocks", "with space"]);
+    assert_eq!(
+        names,
+        ["append", "blocks", "page", "small-blocks", "with space"]
+    );
 }
 
 /// Seeds digest-less blobs behind a fault proxy that flips the first range read of each, copies
@@ -138,11 +180,18 @@ async fn range_by_range_into(s: &Servers, dst: &Store) {
     )
     .await;
     put_append(&direct, "append", &data("append", size as u64)).await;
+    let pages = 9 * MIB;
+    put_page(&direct, "page", &data("page", pages as u64)).await;
     // A key object_store's SAS gets wrong (it needs percent-encoding): no range can be asked
     // for its MD5.
     put_blocks(&direct, "with space", data("with space", small as u64), MIB).await;
     // The first read of each that carries a SAS (the range reads) has a byte flipped on the way.
-    let checked = [("blocks", size), ("small-blocks", small), ("append", size)];
+    let checked = [
+        ("blocks", size),
+        ("small-blocks", small),
+        ("append", size),
+        ("page", pages),
+    ];
     for (k, _) in checked {
         proxy.add(
             "GET",
@@ -168,7 +217,7 @@ async fn range_by_range_into(s: &Servers, dst: &Store) {
             .iter()
             .filter(|h| h.2 == PFault::FlipResponse)
             .count(),
-        3
+        4
     );
     assert!(out.report.failed.is_empty(), "{:?}", out.report.failed);
     for (k, n) in checked {
@@ -181,7 +230,7 @@ async fn range_by_range_into(s: &Servers, dst: &Store) {
         assert!(exact, "{k}: the destination holds other bytes");
     }
     // The flipped reads were caught and retried.
-    assert!(out.report.retries >= 3, "retries {}", out.report.retries);
+    assert!(out.report.retries >= 4, "retries {}", out.report.retries);
     // Ranges of at most 4 MiB, each asking for its MD5.
     let ranged: Vec<_> = proxy
         .log()
