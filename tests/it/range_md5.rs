@@ -58,8 +58,13 @@ async fn put_blocks(store: &Store, key: &str, bytes: bytes::Bytes, block: usize)
     w.finish().await.unwrap();
 }
 
-/// An append blob of `bytes` (appends of at most 3 MiB), through a SAS.
-async fn put_append(store: &Store, key: &str, bytes: &[u8]) {
+/// Creates an empty blob of the kind `headers` name through a SAS; the client and the SAS URL
+/// for writing its content.
+async fn create_blob(
+    store: &Store,
+    key: &str,
+    headers: &[(&str, String)],
+) -> (reqwest::Client, url::Url) {
     let az = store.azure.as_ref().unwrap();
     let path = store.path_of(key).unwrap();
     let client = reqwest::Client::new();
@@ -67,18 +72,22 @@ async fn put_append(store: &Store, key: &str, bytes: &[u8]) {
         .signed_url(Method::PUT, &path, Duration::from_secs(600))
         .await
         .unwrap();
-    let r = client
-        .put(url.clone())
-        .header("x-ms-blob-type", "AppendBlob")
-        .header("content-length", "0")
-        .send()
-        .await
-        .unwrap();
+    let mut req = client.put(url.clone()).header("content-length", "0");
+    for (k, v) in headers {
+        req = req.header(*k, v);
+    }
+    let r = req.send().await.unwrap();
     assert!(
         r.status().is_success(),
-        "create append blob: {}",
+        "create {headers:?}: {}",
         r.status()
     );
+    (client, url)
+}
+
+/// An append blob of `bytes` (appends of at most 3 MiB), through a SAS.
+async fn put_append(store: &Store, key: &str, bytes: &[u8]) {
+    let (client, url) = create_blob(store, key, &[("x-ms-blob-type", "AppendBlob".into())]).await;
     for part in bytes.chunks(3 * MIB) {
         let mut u = url.clone();
         u.query_pairs_mut().append_pair("comp", "appendblock");
@@ -91,22 +100,15 @@ async fn put_append(store: &Store, key: &str, bytes: &[u8]) {
 /// through a SAS.
 async fn put_page(store: &Store, key: &str, bytes: &[u8]) {
     assert_eq!(bytes.len() % 512, 0);
-    let az = store.azure.as_ref().unwrap();
-    let path = store.path_of(key).unwrap();
-    let client = reqwest::Client::new();
-    let url = az
-        .signed_url(Method::PUT, &path, Duration::from_secs(600))
-        .await
-        .unwrap();
-    let r = client
-        .put(url.clone())
-        .header("x-ms-blob-type", "PageBlob")
-        .header("x-ms-blob-content-length", bytes.len().to_string())
-        .header("content-length", "0")
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "create page blob: {}", r.status());
+    let (client, url) = create_blob(
+        store,
+        key,
+        &[
+            ("x-ms-blob-type", "PageBlob".into()),
+            ("x-ms-blob-content-length", bytes.len().to_string()),
+        ],
+    )
+    .await;
     for (i, part) in bytes.chunks(4 * MIB).enumerate() {
         let start = i * 4 * MIB;
         let mut u = url.clone();
@@ -257,4 +259,17 @@ async fn range_by_range_into(s: &Servers, dst: &Store) {
     let rec = super::faults::record(&out, "with space").unwrap();
     assert_eq!(rec.state, State::Failed);
     assert_eq!(out.report.unverified, vec!["with space".to_string()]);
+
+    // The next run copies nothing again: the checked ones are verified earlier, the unchecked
+    // one is `unverified earlier` (a second copy could be checked no better) and still counted.
+    let again = go(&via, dst, &j, opts(Verify::Auto)).await;
+    assert_eq!(again.report.copied, 0, "{:?}", again.copied);
+    assert_eq!(again.report.unverified, vec!["with space".to_string()]);
+    assert_eq!(again.report.reasons.get("unverified earlier"), Some(&1));
+    assert_eq!(
+        again.report.reasons.get("verified earlier"),
+        Some(&(checked.len() as u64)),
+        "{:?}",
+        again.report.reasons
+    );
 }
