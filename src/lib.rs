@@ -27,6 +27,8 @@ pub mod bwlimit;
 pub mod catalog;
 pub mod checksum;
 pub mod cli;
+pub mod exit;
+pub mod job;
 pub mod journal;
 pub mod limit;
 pub mod lock;

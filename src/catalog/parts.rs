@@ -19,6 +19,11 @@ pub const DEFAULT_MULTIPART_THRESHOLD: u64 = 64 * MIB;
 /// Preferred part size before limits are applied.
 pub const DEFAULT_PART_SIZE: u64 = 64 * MIB;
 
+/// The largest block fetched from a URL (Put Block From URL): Azure documented 100 MiB (newer
+/// service versions take more), and a refused range would turn the call off for the run. Both
+/// the executor and the planner read it here.
+pub const MAX_FROM_URL_BLOCK: u64 = 100 * MIB;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartRule {
     pub threshold: u64,

@@ -4,7 +4,7 @@
 mod copy_cmd;
 mod copy_summary;
 mod docs_cmd;
-pub mod exit;
+pub use crate::exit;
 pub mod json;
 pub mod log;
 mod ls_cmd;
@@ -23,7 +23,7 @@ pub mod stores;
 mod sync_cmd;
 mod sync_summary;
 
-use crate::catalog::{Catalog, CatalogError};
+use crate::catalog::Catalog;
 use clap::{Args, Parser, Subcommand};
 use exit::Exit;
 use std::path::PathBuf;
@@ -123,110 +123,7 @@ pub enum ProvidersAction {
     },
 }
 
-/// Errors that reach the user; each knows its exit code.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    #[error(transparent)]
-    Catalog(#[from] CatalogError),
-    #[error(transparent)]
-    Corpus(#[from] crate::plan::corpus::CorpusError),
-    #[error(transparent)]
-    Plan(#[from] crate::plan::file::PlanError),
-    #[error(transparent)]
-    Open(#[from] crate::store::OpenError),
-    #[error(transparent)]
-    Config(#[from] crate::store::config::ConfigError),
-    #[error(transparent)]
-    List(#[from] crate::store::list::ListError),
-    #[error(transparent)]
-    Location(#[from] crate::store::location::LocationError),
-    #[error(transparent)]
-    Probe(#[from] crate::probe::ProbeError),
-    #[error("{0}")]
-    Usage(String),
-    /// The pair's run lock: held by another run (exit 6), or its file could not be used.
-    #[error(transparent)]
-    Lock(#[from] crate::lock::LockError),
-    /// A copy or sync run that stopped (a listing failed, the journal could not be written).
-    #[error(transparent)]
-    Run(#[from] crate::transfer::RunError),
-    #[error(transparent)]
-    Journal(#[from] crate::journal::JournalError),
-    #[error("{0}")]
-    Failure(String),
-    /// A store refused the credentials: the error, and where each store's credentials came from
-    /// (named, never a value), so the user knows which variable or profile to fix.
-    #[error("{source}; {hint}")]
-    Refused { source: Box<CliError>, hint: String },
-    /// `exec --shard`: the progress location could not be written (exit 7).
-    #[error(
-        "shard {shard}: the progress location {location} could not be written: {cause}. The shard stopped{journaled}{hint}. Fix access to {location} (or pass another --progress-location) and run the same command again to resume"
-    )]
-    ProgressUnwritable {
-        shard: String,
-        location: String,
-        cause: String,
-        /// ", after journaling N verified objects locally in PATH (M of them not on the
-        /// progress location)", or empty.
-        journaled: String,
-        /// "; credentials in use: …" (where they came from, never a value), or empty.
-        hint: String,
-    },
-}
-
-impl CliError {
-    pub fn exit(&self) -> Exit {
-        use crate::plan::file::PlanError;
-        match self {
-            CliError::Catalog(CatalogError::Io { .. }) => Exit::BadInput,
-            CliError::Catalog(_) | CliError::Corpus(_) | CliError::Usage(_) => Exit::BadInput,
-            CliError::Plan(PlanError::Io { .. }) => Exit::Failure,
-            CliError::Plan(_) => Exit::BadInput,
-            CliError::Config(_) | CliError::Location(_) => Exit::BadInput,
-            CliError::Open(crate::store::OpenError::Credentials(_)) => Exit::Credentials,
-            CliError::Open(
-                crate::store::OpenError::Location(_)
-                | crate::store::OpenError::Refused { .. }
-                | crate::store::OpenError::Overlap(_),
-            ) => Exit::BadInput,
-            CliError::Open(_) => Exit::Failure,
-            CliError::List(e) => list_exit(e),
-            CliError::Run(crate::transfer::RunError::Diff(
-                crate::transfer::diff::DiffError::List(e),
-            )) => list_exit(e),
-            CliError::Run(_) | CliError::Journal(_) => Exit::Failure,
-            CliError::Probe(e) if e.is_auth() => Exit::Credentials,
-            CliError::Probe(crate::probe::ProbeError::Interrupted { .. }) => Exit::Interrupted,
-            CliError::Probe(_) => Exit::Failure,
-            CliError::Failure(_) => Exit::Failure,
-            CliError::Lock(crate::lock::LockError::Held { .. }) => Exit::Locked,
-            CliError::Lock(_) => Exit::Failure,
-            CliError::Refused { .. } => Exit::Credentials,
-            CliError::ProgressUnwritable { .. } => Exit::ProgressUnwritable,
-        }
-    }
-
-    /// When this error means the credentials were refused (exit 4), the same error with `hint`
-    /// (see [`stores::credentials_hint`]) added; any other error unchanged.
-    pub fn naming_credentials(self, hint: &str) -> CliError {
-        if self.exit() == Exit::Credentials && !matches!(self, CliError::Refused { .. }) {
-            CliError::Refused {
-                source: Box::new(self),
-                hint: hint.to_string(),
-            }
-        } else {
-            self
-        }
-    }
-}
-
-/// A listing the store refused for its credentials is exit 4; any other listing failure, 1.
-fn list_exit(e: &crate::store::list::ListError) -> Exit {
-    match e.kind() {
-        crate::store::error::StoreErrorKind::Auth => Exit::Credentials,
-        _ => Exit::Failure,
-    }
-}
+pub use crate::job::JobError as CliError;
 
 /// On the first Ctrl-C, says `message` (on a line the progress bar cannot overwrite, with the
 /// large objects being finished when `counters` knows them) and sets `stop` (objects in flight
@@ -264,13 +161,7 @@ pub fn stop_on_ctrl_c(
     });
 }
 
-/// The async runtime for commands that talk to stores.
-pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))
-}
+pub use crate::job::runtime;
 
 pub fn load_catalog(dir: Option<&std::path::Path>) -> Result<Catalog, CliError> {
     Ok(Catalog::load(dir)?)

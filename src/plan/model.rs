@@ -751,7 +751,7 @@ pub fn from_url_copy(src: &Place, dst: &Place, a: &Assumptions) -> bool {
 }
 
 /// The largest block the blob service fetches from a URL (`exec`'s limit for Put Block From URL).
-pub const FROM_URL_MAX_BLOCK: u64 = crate::transfer::from_url::MAX_BLOCK;
+pub const FROM_URL_MAX_BLOCK: u64 = crate::catalog::parts::MAX_FROM_URL_BLOCK;
 
 /// How `exec` moves the bytes of a candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -43,9 +43,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-/// The largest block fetched from a URL: Azure documented 100 MiB for Put Block From URL (newer
-/// service versions take more), and a refused range would turn the call off for the run.
-pub const MAX_BLOCK: u64 = 100 << 20;
+/// The largest block fetched from a URL (the catalog's [`crate::catalog::parts::MAX_FROM_URL_BLOCK`]).
+pub const MAX_BLOCK: u64 = crate::catalog::parts::MAX_FROM_URL_BLOCK;
 
 /// How long a signed source or destination URL is valid: one block request (retries sign anew).
 const SIGNED_FOR: Duration = Duration::from_secs(3600);

@@ -29,7 +29,7 @@ pub enum Exit {
     /// were journaled locally.
     ProgressUnwritable = 7,
     /// `exec --shard`: the shard's listing found fewer objects or bytes in its range than the
-    /// plan put there, beyond [`crate::cli::shard_cmd::SHORTFALL_PERCENT`]; its record says
+    /// plan put there, beyond `SHORTFALL_PERCENT` (the shard domain); its record says
     /// `incomplete`.
     Incomplete = 8,
     /// `copy`, `exec`, `sync`: some objects were written from a cloud source that states no

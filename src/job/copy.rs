@@ -1,0 +1,1 @@
+//! The copy and exec jobs.

@@ -1,0 +1,49 @@
+//! The job layer: runs each command against stores and returns a typed outcome; it never prints.
+//!
+//! `cli/` turns flags into an immutable spec once and presents what comes back; everything in
+//! between lives here:
+//! - [`session`]: one run of a pair — its lock, journal, interrupt flag, runtime and the run;
+//! - [`trust`]: what a store is trusted to check and report, refined by the catalog and by a
+//!   saved probe (the one place; a library caller gets the same answers as the binary);
+//! - [`copy`] and [`sync`]: the copy/exec and sync jobs on a session;
+//! - [`shard`]: one move split across machines — the split, shard ids, where progress records
+//!   live, a shard's typed state and its share of the plan's cost;
+//! - [`pricing`]: a finished run priced and set against its plan;
+//! - [`plan`]: evaluate, rank and pick destinations and build the plan file.
+//!
+//! Progress and notes go up through an observer ([`Observer`]) the caller supplies.
+
+pub mod copy;
+mod error;
+pub mod plan;
+pub mod pricing;
+pub mod session;
+pub mod shard;
+pub mod sync;
+pub mod trust;
+
+pub use error::JobError;
+
+/// What a job tells its caller while it runs: each object's event and notes for the user. Every
+/// method has a default that ignores it, so a caller implements only what it shows; a job never
+/// prints.
+pub trait Observer: Send + Sync {
+    /// One event of a copy or sync run (an object copied, skipped, failed, would be copied …).
+    fn event(&self, _event: &crate::transfer::Event) {}
+    /// A note for the user that is not an error (a stale lock taken over, a shard's shortfall …).
+    fn note(&self, _message: &str) {}
+}
+
+/// An observer that ignores everything: for library callers that only want the outcome.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// The async runtime for commands that talk to stores.
+pub fn runtime() -> Result<tokio::runtime::Runtime, JobError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| JobError::Failure(format!("cannot start the async runtime: {e}")))
+}

@@ -1,0 +1,1 @@
+//! The plan job: evaluate, rank, pick, build the plan file.

@@ -1,0 +1,1 @@
+//! A finished run priced and set against its plan.

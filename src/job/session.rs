@@ -1,0 +1,1 @@
+//! One run of a pair: lock, journal, interrupt, runtime, run.

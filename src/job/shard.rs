@@ -1,0 +1,1 @@
+//! One move split across machines: split, ids, progress location, typed state, cost shares.

@@ -1,0 +1,1 @@
+//! What a store is trusted with: capabilities refined by the catalog and a saved probe.
