@@ -9,11 +9,13 @@
 //! - [`shard`]: one move split across machines — the split, shard ids, where progress records
 //!   live, a shard's typed state and its share of the plan's cost;
 //! - [`pricing`]: a finished run priced and set against its plan;
-//! - [`plan`]: evaluate, rank and pick destinations and build the plan file.
+//! - [`plan`]: evaluate, rank and pick destinations and build the plan file;
+//! - [`inspect`]: the read-only jobs (`ls`, `status`, `probe`).
 //!
 //! Progress and notes go up through an observer ([`Observer`]) the caller supplies.
 
 pub mod copy;
+pub mod inspect;
 mod error;
 pub mod plan;
 pub mod pricing;
