@@ -15,8 +15,8 @@
 //! Progress and notes go up through an observer ([`Observer`]) the caller supplies.
 
 pub mod copy;
-pub mod inspect;
 mod error;
+pub mod inspect;
 pub mod plan;
 pub mod pricing;
 pub mod session;
