@@ -16,16 +16,16 @@
 //! CPU; `assumptions.source_probe` names the source's, `assumptions.measured` the bounds applied.
 
 use super::CliError;
+use crate::catalog::Catalog;
 use crate::catalog::parts::{MIB, PartRule};
-use crate::catalog::{Catalog, Place};
+use crate::job::Observer;
+use crate::job::plan::{CorpusSource, PlanOutcome, PlanSpec, ProbeUse, Save, Saved, SavedProbes};
+use crate::job::shard::split::{SplitRequest, inventory_format, split_for};
 use crate::money::Usd;
 use crate::plan::corpus::Corpus;
-use crate::plan::file::{PlanFile, PlanInputs};
-use crate::plan::horizon;
-use crate::plan::horizon::{ComputeAt, Reads};
-use crate::plan::model::{Assumptions, Candidate, Kind, Measured, bucket_classes, evaluate, rank};
+use crate::plan::horizon::Reads;
+use crate::plan::model::Assumptions;
 use crate::plan::render;
-use crate::plan::restore::{self, TierChoice};
 use crate::units::{parse_bytes, parse_rate};
 use clap::Args;
 use rust_decimal::Decimal;
@@ -195,78 +195,141 @@ pub struct PlanArgs {
     pub progress: Option<String>,
 }
 
-/// Everything `plan` needs, validated.
-struct Resolved {
-    from: String,
-    to: Vec<String>,
-    corpus: Corpus,
-    assumptions: Assumptions,
-}
-
 fn usage(m: impl Into<String>) -> CliError {
     CliError::Usage(m.into())
 }
 
+/// Notes of the plan job (a listing's progress, a restore tier with nothing to restore), as
+/// they come, on stderr.
+struct Notes;
+
+impl Observer for Notes {
+    fn note(&self, message: &str) {
+        eprintln!("{message}");
+    }
+}
+
+#[derive(clap::Parser)]
+struct ExampleParser {
+    #[command(flatten)]
+    args: PlanArgs,
+}
+
+/// `--example`: the built-in example's flags, keeping the given output, save, read and restore
+/// flags.
+fn example_args(mut args: PlanArgs) -> Result<PlanArgs, CliError> {
+    let mut argv = vec!["plan"];
+    argv.extend_from_slice(EXAMPLE);
+    let ex = <ExampleParser as clap::Parser>::try_parse_from(argv)
+        .map_err(|e| CliError::Failure(format!("the built-in example does not parse: {e}")))?;
+    let mut ex = ex.args;
+    ex.json = args.json;
+    ex.save = args.save.take();
+    ex.pick = args.pick.take();
+    ex.plans_dir = args.plans_dir.clone();
+    ex.src = args.src.take();
+    ex.dst = args.dst.take();
+    ex.compute_at = args.compute_at.take();
+    ex.reads_per_month = args.reads_per_month.take();
+    ex.epochs = args.epochs.take();
+    ex.over_months = args.over_months.take();
+    ex.restore_tier = args.restore_tier.take();
+    ex.ranged_reads = args.ranged_reads;
+    ex.no_server_side = args.no_server_side;
+    ex.report = args.report.take();
+    Ok(ex)
+}
+
+/// Flags → the plan job's spec, validated in the order the flags are checked: the shard split
+/// (`--shards`, which reads the corpus), `--from`, `--to`, the corpus, the assumptions.
 fn resolve(
     catalog: &Catalog,
     config: Option<&std::path::Path>,
-    mut args: PlanArgs,
-    split: Option<&Corpus>,
-) -> Result<(Resolved, PlanArgs), CliError> {
-    if args.example {
-        let mut argv = vec!["plan"];
-        argv.extend_from_slice(EXAMPLE);
-        let ex = <ExampleParser as clap::Parser>::try_parse_from(argv)
-            .map_err(|e| CliError::Failure(format!("the built-in example does not parse: {e}")))?;
-        let mut ex = ex.args;
-        ex.json = args.json;
-        ex.save = args.save.take();
-        ex.pick = args.pick.take();
-        ex.plans_dir = args.plans_dir.clone();
-        ex.src = args.src.take();
-        ex.dst = args.dst.take();
-        ex.compute_at = args.compute_at.take();
-        ex.reads_per_month = args.reads_per_month.take();
-        ex.epochs = args.epochs.take();
-        ex.over_months = args.over_months.take();
-        ex.restore_tier = args.restore_tier.take();
-        ex.ranged_reads = args.ranged_reads;
-        ex.no_server_side = args.no_server_side;
-        ex.report = args.report.take();
-        args = ex;
-    }
+    args: PlanArgs,
+) -> Result<PlanSpec, CliError> {
+    let example = args.example;
+    let split = split_for(
+        &SplitRequest {
+            shards: args.shards,
+            save: args.save.is_some(),
+            progress: args.progress.as_deref(),
+            src: args.src.as_deref(),
+            inventory: args.inventory.as_deref(),
+            inventory_format: &args.inventory_format,
+            s3_columns: &args.s3_columns,
+            flags_given: args.bytes.is_some() || args.objects.is_some() || args.profile.is_some(),
+        },
+        config,
+    )?;
+    let args = if example { example_args(args)? } else { args };
     let from = args
         .from
         .clone()
         .ok_or_else(|| usage("--from is required"))?;
-    let to: Vec<String> = args
-        .to
-        .iter()
+    let to: Vec<String> = (args.to.iter())
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
     if to.is_empty() {
         return Err(usage("--to needs at least one destination"));
     }
-    let corpus = match &args.inventory {
-        _ if split.is_some() => split.cloned().expect("checked"),
-        Some(path) => {
-            let format = super::shard_cmd::inventory_format(&args)?;
-            Corpus::from_inventory(path, format)?
-        }
-        None => match &args.src {
-            Some(loc)
-                if args.bytes.is_none() && args.objects.is_none() && args.profile.is_none() =>
-            {
-                list_corpus(config, loc)?
-            }
-            _ => Corpus::from_flags(
-                args.bytes.as_deref(),
-                args.objects.as_deref(),
-                args.profile.as_deref(),
-            )?,
-        },
+    let (corpus, ranges) = match split {
+        Some(s) => (s.corpus, Some(s.ranges)),
+        None => (corpus_of(config, &args)?, None),
     };
+    let save = args.save.clone().map(|name| Save {
+        name,
+        pick: args.pick.clone(),
+        plans_dir: args.plans_dir.clone(),
+        shards: ranges.map(|ranges| crate::job::plan::ShardSplit {
+            ranges,
+            progress: args.progress.clone(),
+        }),
+    });
+    Ok(PlanSpec {
+        from,
+        to,
+        corpus,
+        assumptions: assumptions_of(catalog, &args)?,
+        restore_tier: args.restore_tier.clone(),
+        probes: SavedProbes {
+            apply: !example && !args.no_probe,
+            latency_given: args.latency_ms.is_some(),
+            stream_given: args.stream_throughput.is_some(),
+        },
+        src: args.src.clone(),
+        dst: args.dst.clone(),
+        config: config.map(std::path::Path::to_path_buf),
+        report: args.report.clone(),
+        save,
+    })
+}
+
+/// The corpus: `--inventory`, a listing of `--src` (without `--bytes`, `--objects` and
+/// `--profile`), or those flags.
+fn corpus_of(config: Option<&std::path::Path>, args: &PlanArgs) -> Result<Corpus, CliError> {
+    let read = |source| crate::job::plan::read_corpus(&source, config, &Notes);
+    match (&args.inventory, &args.src) {
+        (Some(path), _) => {
+            let format = inventory_format(&args.inventory_format, &args.s3_columns)?;
+            read(CorpusSource::Inventory(path.clone(), format))
+        }
+        (None, Some(loc))
+            if args.bytes.is_none() && args.objects.is_none() && args.profile.is_none() =>
+        {
+            read(CorpusSource::Listing(loc.clone()))
+        }
+        _ => Ok(Corpus::from_flags(
+            args.bytes.as_deref(),
+            args.objects.as_deref(),
+            args.profile.as_deref(),
+        )?),
+    }
+}
+
+/// The model's assumptions from the flags (`same_service`, `restore` and `measured` are the
+/// job's).
+fn assumptions_of(catalog: &Catalog, args: &PlanArgs) -> Result<Assumptions, CliError> {
     let rate = |flag: &str, v: &str| parse_rate(v).map_err(|e| usage(format!("{flag}: {e}")));
     let size = |flag: &str, v: &str| parse_bytes(v).map_err(|e| usage(format!("{flag}: {e}")));
     let usd = |flag: &str, v: &str| Usd::parse(v).map_err(|e| usage(format!("{flag}: {e}")));
@@ -286,14 +349,14 @@ fn resolve(
     if part < MIB {
         return Err(usage("--part-size must be at least 1MiB"));
     }
-    let (months, reads) = reads_of(catalog, &args)?;
-    let assumptions = Assumptions {
+    let (months, reads) = reads_of(catalog, args)?;
+    Ok(Assumptions {
         months,
         reads,
         restore: None,
         measured: None,
         server_side: !args.no_server_side,
-        same_service: same_service(config, args.src.as_deref(), args.dst.as_deref()),
+        same_service: None,
         bandwidth: rate("--bandwidth", &args.bandwidth)?,
         workers: positive("--workers", args.workers)?,
         worker_nic: rate("--worker-nic", &args.worker_nic)?,
@@ -311,78 +374,7 @@ fn resolve(
             threshold: size("--multipart-threshold", &args.multipart_threshold)?,
             preferred_part: part,
         },
-    };
-    Ok((
-        Resolved {
-            from,
-            to,
-            corpus,
-            assumptions,
-        },
-        args,
-    ))
-}
-
-/// Whether `--src` and `--dst` are one S3 service (the same endpoint), when both are given and
-/// resolve; `None` otherwise (the catalog places decide).
-fn same_service(
-    config: Option<&std::path::Path>,
-    src: Option<&str>,
-    dst: Option<&str>,
-) -> Option<bool> {
-    let (src, dst) = (src?, dst?);
-    let remotes = crate::store::config::Remotes::load(config).ok()?;
-    let a = crate::store::identity_of(src, &remotes).ok()?;
-    let b = crate::store::identity_of(dst, &remotes).ok()?;
-    Some(crate::transfer::server_side::one_service(&a, &b))
-}
-
-/// List `loc` once into a size histogram: streamed, constant memory, progress on stderr every
-/// second. A listing carries no storage classes, so every object is priced as the `--from` class.
-fn list_corpus(config: Option<&std::path::Path>, loc: &str) -> Result<Corpus, CliError> {
-    use crate::store::list::{Listed, list};
-    use futures::StreamExt;
-    let remotes = crate::store::config::Remotes::load(config)?;
-    let store = crate::store::Store::open(loc, &remotes)?;
-    let shown = store.shown();
-    let rt = super::runtime()?;
-    let started = std::time::Instant::now();
-    let (corpus, refused) = rt.block_on(async {
-        let mut b = crate::plan::corpus::CorpusBuilder::default();
-        let mut refused = 0u64;
-        let mut stream = list(&store);
-        let mut last = std::time::Instant::now();
-        while let Some(item) = stream.next().await {
-            match item? {
-                Listed::Object(e) => b.add(e.size, None),
-                Listed::Refused { key, reason } => {
-                    refused += 1;
-                    eprintln!("moverctl: cannot handle key {key:?}: {reason}; not counted");
-                }
-            }
-            if last.elapsed() >= std::time::Duration::from_secs(1) {
-                last = std::time::Instant::now();
-                eprintln!(
-                    "listing {shown}: {} objects, {} so far",
-                    crate::units::fmt_count(b.objects()),
-                    crate::units::fmt_bytes(b.bytes())
-                );
-            }
-        }
-        Ok::<_, CliError>((b, refused))
-    })?;
-    eprintln!(
-        "listed {shown}: {} objects, {} in {:.1} s{}",
-        crate::units::fmt_count(corpus.objects()),
-        crate::units::fmt_bytes(corpus.bytes()),
-        started.elapsed().as_secs_f64(),
-        if refused > 0 {
-            format!(" ({refused} keys refused, not counted)")
-        } else {
-            String::new()
-        }
-    );
-    Ok(corpus.finish(format!("listing {shown}"))?)
+    })
 }
 
 /// Longest horizon priced (the JSON and the report hold one amount per month).
@@ -436,462 +428,152 @@ fn reads_of(catalog: &Catalog, args: &PlanArgs) -> Result<(u32, Option<Reads>), 
             "--reads-per-month {per_month}: at most {MAX_READS_PER_MONTH}"
         )));
     }
-    Ok((
-        months,
-        Some(Reads {
-            compute: compute_at(catalog, at)?,
-            per_month,
-        }),
-    ))
-}
-
-/// `PROVIDER[:REGION]` of the compute location. A provider with a catalog file must name one of its
-/// regions (default: its default region); any other name is a place reached over the internet.
-fn compute_at(catalog: &Catalog, given: &str) -> Result<ComputeAt, CliError> {
-    let given = given.trim();
-    let (pid, region) = match given.split_once(':') {
-        Some((p, r)) => (p.trim(), Some(r.trim())),
-        None => (given, None),
-    };
-    if pid.is_empty()
-        || !pid
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        || given.contains('/')
-    {
-        return Err(usage(format!(
-            "--compute-at {given:?}: give PROVIDER[:REGION], e.g. coreweave or aws:us-east-1 (no storage class)"
-        )));
-    }
-    match catalog.get(pid) {
-        Ok(p) => {
-            let region = region.unwrap_or(&p.file.default_region);
-            if !p.file.regions.iter().any(|r| r.id == region) {
-                return Err(usage(format!(
-                    "--compute-at {given:?}: {pid} has no region {region:?}; its regions: {}",
-                    p.file
-                        .regions
-                        .iter()
-                        .map(|r| r.id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-            Ok(ComputeAt {
-                given: given.to_string(),
-                provider: pid.to_string(),
-                region: Some(region.to_string()),
-                in_catalog: true,
-            })
-        }
-        Err(_) => Ok(ComputeAt {
-            given: given.to_string(),
-            provider: pid.to_string(),
-            region: region.map(str::to_string),
-            in_catalog: false,
-        }),
-    }
+    let compute = crate::job::plan::compute_at(catalog, at)?;
+    Ok((months, Some(Reads { compute, per_month })))
 }
 
 const DEFAULT_STREAM: &str = "90MB/s";
 const DEFAULT_LATENCY_MS: u32 = 30;
-
-/// A saved probe applied to one destination: what it measured, as the planner uses it.
-#[derive(Debug, Clone)]
-struct ProbeUse {
-    location: String,
-    provider: String,
-    timestamp: String,
-    file: PathBuf,
-    /// Applied unless `--latency-ms` was given.
-    latency_ms: Option<u32>,
-    /// Applied unless `--stream-throughput` was given; bytes/s.
-    stream: Option<Decimal>,
-    /// The whole probe, for its measured bounds (request rate, aggregate throughput, CPU).
-    report: crate::probe::ProbeReport,
-}
-
-/// A measured f64 as an exact decimal (4 places), when it is a positive finite number.
-fn dec_of(v: Option<f64>) -> Option<Decimal> {
-    use rust_decimal::prelude::FromPrimitive;
-    v.filter(|x| x.is_finite() && *x > 0.0)
-        .and_then(Decimal::from_f64)
-        .map(|d| d.round_dp(4))
-}
-
-/// The bounds the source's and a destination's probes measured, at `in_flight` objects in
-/// flight; the engine's CPU from the destination's probe, else the source's.
-fn measured_of(
-    src: Option<&ProbeUse>,
-    dst: Option<&ProbeUse>,
-    in_flight: usize,
-) -> Option<Measured> {
-    if src.is_none() && dst.is_none() {
-        return None;
-    }
-    let s = src.map(|p| &p.report);
-    let d = dst.map(|p| &p.report);
-    let cpu = d
-        .and_then(|r| r.client_cpu.clone())
-        .or_else(|| s.and_then(|r| r.client_cpu.clone()));
-    Some(Measured {
-        source_get_per_second: dec_of(s.and_then(|r| r.get_rate_at(in_flight))),
-        destination_put_per_second: dec_of(d.and_then(|r| r.put_rate_at(in_flight))),
-        source_get_peak_per_second: dec_of(s.and_then(|r| r.get_rate_at(usize::MAX))),
-        destination_put_peak_per_second: dec_of(d.and_then(|r| r.put_rate_at(usize::MAX))),
-        source_get_one_seconds: dec_of(s.and_then(|r| r.get_rate_at(1)).map(|r| 1.0 / r)),
-        destination_put_one_seconds: dec_of(d.and_then(|r| r.put_rate_at(1)).map(|r| 1.0 / r)),
-        source_get_bytes_per_second: dec_of(s.and_then(|r| r.multi_stream_get_bytes_per_sec)),
-        destination_put_bytes_per_second: dec_of(d.and_then(|r| r.multi_stream_bytes_per_sec)),
-        cpu_seconds_per_gib: dec_of(cpu.as_ref().and_then(|c| c.copy_seconds_per_gib)),
-        hash_cpu_seconds_per_gib: dec_of(cpu.as_ref().and_then(|c| c.hash_copy_seconds_per_gib)),
-        cores: cpu.map_or(1, |c| c.cores.max(1) as u32),
-        shared_host: s.is_some_and(|r| r.on_this_machine) && d.is_some_and(|r| r.on_this_machine),
-    })
-}
-
-impl ProbeUse {
-    /// The probe of `location` (or of a folder above it) when one was saved, else the newest of
-    /// `provider`.
-    fn find(provider: &str, location: Option<&str>, args: &PlanArgs) -> Option<ProbeUse> {
-        let (file, r) = location
-            .and_then(|l| crate::probe::saved::covering(provider, l))
-            .or_else(|| crate::probe::saved::newest(provider))?;
-        let latency_ms = match (args.latency_ms, r.latency_ms) {
-            (None, Some(ms)) if ms.is_finite() && ms >= 0.0 => Some((ms.ceil() as u32).max(1)),
-            _ => None,
-        };
-        let stream = match (&args.stream_throughput, r.per_stream_bytes_per_sec()) {
-            (None, Some(b)) if b.is_finite() && b >= 1.0 => Some(Decimal::from(b.round() as u64)),
-            _ => None,
-        };
-        if latency_ms.is_none() && stream.is_none() && r.request_rate.is_empty() {
-            return None;
-        }
-        Some(ProbeUse {
-            location: r.location.clone(),
-            provider: provider.to_string(),
-            timestamp: r.timestamp.clone(),
-            file,
-            latency_ms,
-            stream,
-            report: r,
-        })
-    }
-
-    fn apply(&self, a: &Assumptions) -> Assumptions {
-        let mut a = a.clone();
-        if let Some(ms) = self.latency_ms {
-            a.latency_ms = ms;
-        }
-        if let Some(s) = self.stream {
-            a.stream_throughput = s;
-        }
-        a
-    }
-
-    fn date(&self) -> String {
-        chrono::DateTime::parse_from_rfc3339(&self.timestamp)
-            .map(|t| {
-                t.with_timezone(&chrono::Utc)
-                    .format("%Y-%m-%d %H:%M UTC")
-                    .to_string()
-            })
-            .unwrap_or_else(|_| self.timestamp.clone())
-    }
-
-    fn line(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(ms) = self.latency_ms {
-            parts.push(format!("latency {ms} ms"));
-        }
-        if let Some(s) = self.stream {
-            parts.push(format!(
-                "stream {}/s",
-                crate::units::fmt_bytes(s.to_u64().unwrap_or(u64::MAX))
-            ));
-        }
-        format!(
-            "using probe of {} ({}): {}",
-            self.location,
-            self.date(),
-            parts.join(", ")
-        )
-    }
-
-    fn json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "location": self.location,
-            "provider": self.provider,
-            "timestamp": self.timestamp,
-            "file": self.file.display().to_string(),
-            "latency_ms": self.latency_ms,
-            "stream_throughput_bytes_per_second": self.stream.and_then(|s| s.to_u64()),
-        })
-    }
-}
-
-#[derive(clap::Parser)]
-struct ExampleParser {
-    #[command(flatten)]
-    args: PlanArgs,
-}
 
 pub fn run(
     catalog: &Catalog,
     config: Option<&std::path::Path>,
     args: PlanArgs,
 ) -> Result<(), CliError> {
-    let example = args.example;
-    let split = super::shard_cmd::split_for(&args, config)?;
-    let (r, args) = resolve(catalog, config, args, split.as_ref().map(|s| &s.corpus))?;
-    let src = Place::resolve(catalog, &r.from)?;
-    let mut r = r;
-    if let Some(t) = &args.restore_tier {
-        let choice = TierChoice::parse(t).map_err(usage)?;
-        r.assumptions.restore = restore::choose(
-            &src,
-            &r.corpus,
-            &bucket_classes(&src, &r.corpus),
-            choice,
-            r.assumptions.gpu_hourly,
-        )
-        .map_err(usage)?;
-        if r.assumptions.restore.is_none() {
-            eprintln!(
-                "note: --restore-tier {t}: no object of the corpus is in an archive class at {}; nothing to restore",
-                src.canonical()
-            );
-        }
-    }
-    let dests: Vec<Place> =
-        r.to.iter()
-            .map(|d| Place::resolve(catalog, d))
-            .collect::<Result<_, _>>()?;
-    // Each destination is timed with its own provider's probe (the probe of `--dst` when one was
-    // saved for it), and with the source's probe (of `--src`, else the newest of its provider)
-    // for the source's request rate and throughput.
-    let use_probes = !example && !args.no_probe;
-    let src_probe = use_probes
-        .then(|| ProbeUse::find(&src.provider.file.id, args.src.as_deref(), &args))
-        .flatten();
-    let probes: Vec<Option<ProbeUse>> = dests
-        .iter()
-        .map(|d| {
-            let loc = (dests.len() == 1).then_some(args.dst.as_deref()).flatten();
-            use_probes
-                .then(|| ProbeUse::find(&d.provider.file.id, loc, &args))
-                .flatten()
-        })
-        .collect();
-    let in_flight = (r.assumptions.concurrency.max(1) as usize)
-        .saturating_mul(r.assumptions.workers.max(1) as usize);
-    let assumed: Vec<Assumptions> = probes
-        .iter()
-        .map(|p| {
-            let mut a = p
-                .as_ref()
-                .map_or(r.assumptions.clone(), |p| p.apply(&r.assumptions));
-            a.measured = measured_of(src_probe.as_ref(), p.as_ref(), in_flight);
-            a
-        })
-        .collect();
-    let cands: Vec<Candidate> = dests
-        .iter()
-        .zip(&assumed)
-        .map(|(d, a)| evaluate(&src, d, &r.corpus, a))
-        .collect();
-    let ranked = match &r.assumptions.reads {
-        Some(_) => horizon::move_or_stay(
-            cands,
-            horizon::stay(&src, &r.corpus, &r.assumptions),
-            r.assumptions.months,
-        ),
-        None => rank(cands),
-    };
-    // The destination a move candidate came from ("stay" has none).
-    let index_of = |c: &Candidate| {
-        (c.kind == Kind::Move).then(|| {
-            dests
-                .iter()
-                .position(|d| d.canonical() == c.resolved)
-                .expect("every move comes from a destination")
-        })
-    };
-    let best = ranked.iter().find_map(index_of);
-    let best_assumptions = best.map_or(&r.assumptions, |i| &assumed[i]);
-    if args.json {
-        let mut v = render::json(&src, &r.corpus, best_assumptions, &ranked);
-        v["assumptions"]["probe"] = best
-            .and_then(|i| probes[i].as_ref())
-            .map_or(serde_json::Value::Null, ProbeUse::json);
-        v["assumptions"]["source_probe"] = src_probe
-            .as_ref()
-            .map_or(serde_json::Value::Null, ProbeUse::json);
-        if let Some(cs) = v["candidates"].as_array_mut() {
-            for (c, out) in ranked.iter().zip(cs.iter_mut()) {
-                out["probe"] = index_of(c)
-                    .and_then(|i| probes[i].as_ref())
-                    .map_or(serde_json::Value::Null, ProbeUse::json);
-            }
-        }
+    let (example, json) = (args.example, args.json);
+    let spec = resolve(catalog, config, args)?;
+    let out = crate::job::plan::plan(catalog, &spec, &Notes)?;
+    if json {
+        let v = json_of(&spec, &out);
         println!(
             "{}",
             serde_json::to_string_pretty(&v).expect("JSON values serialize")
         );
     } else {
-        if example {
-            println!("Example: moverctl plan {}\n", EXAMPLE.join(" "));
-        }
-        let mut shown: Vec<&PathBuf> = Vec::new();
-        for p in src_probe.iter().chain(probes.iter().flatten()) {
-            if !shown.contains(&&p.file) {
-                shown.push(&p.file);
-                println!("{}", p.line());
-            }
-        }
-        print!(
-            "{}",
-            render::text(&src, &r.corpus, best_assumptions, &ranked)
-        );
+        print_text(&spec, &out, example);
     }
-    // Credentials that would not last the move (issue 26).
-    if let Some(best) = ranked.iter().find(|c| c.kind == Kind::Move) {
-        let seconds = best.time.seconds.to_u64().unwrap_or(u64::MAX);
-        if let Ok(remotes) = crate::store::config::Remotes::load(config) {
-            for loc in [args.src.as_deref(), args.dst.as_deref()]
-                .into_iter()
-                .flatten()
-            {
-                if let Ok(l @ crate::store::location::Location::S3 { .. }) =
-                    crate::store::location::Location::parse(loc, &remotes)
-                    && let Some(n) = crate::store::creds::lifetime_note(
-                        &l.shown(),
-                        crate::store::remote_of(&l, &remotes),
-                        seconds,
-                    )
-                {
-                    eprintln!("moverctl: {n}");
-                }
-            }
-        }
+    for n in &out.credential_notes {
+        eprintln!("moverctl: {n}");
     }
-    if let Some(path) = &args.report {
-        let mut places: Vec<Place> = vec![src.clone()];
-        places.extend(dests.iter().cloned());
-        if let Some(r) = &r.assumptions.reads
-            && r.compute.in_catalog
-        {
-            places.push(Place::resolve(catalog, &r.compute.canonical())?);
-        }
-        let generated = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-        let page = crate::plan::report::html(
-            &src,
-            &places,
-            &r.corpus,
-            &r.assumptions,
-            &ranked,
-            &generated,
-        );
-        std::fs::write(path, page).map_err(|e| {
-            CliError::Failure(format!("--report {}: cannot write it: {e}", path.display()))
-        })?;
-        let msg = format!("Report written to {}", path.display());
-        if args.json {
+    // A message after the output: on stderr when stdout is JSON.
+    let say = |msg: String| {
+        if json {
             eprintln!("{msg}");
         } else {
             println!("{msg}");
         }
+    };
+    if let Some(written) = out.report {
+        say(format!("Report written to {}", written?.display()));
     }
-    if let Some(name) = &args.save {
-        let idx = match &args.pick {
-            None => ranked
-                .iter()
-                .position(|c| c.kind == Kind::Move)
-                .ok_or_else(|| usage("--save: no destination to move to"))?,
-            Some(p) if p == "stay" => {
-                return Err(usage(
-                    "--pick stay: staying is not a move, so there is no plan to save; pick a destination",
-                ));
-            }
-            Some(p) => ranked
-                .iter()
-                .position(|c| {
-                    c.kind == Kind::Move
-                        && (&c.destination == p || &c.resolved == p || c.provider == *p)
-                })
-                .ok_or_else(|| {
-                    usage(format!(
-                        "--pick {p:?} is not one of the destinations: {}",
-                        ranked
-                            .iter()
-                            .map(|c| c.destination.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ))
-                })?,
-        };
-        let chosen = &ranked[idx];
-        let dst_index = index_of(chosen).expect("a saved plan is a move");
-        let dst_place = &dests[dst_index];
-        let others: Vec<Candidate> = ranked
-            .iter()
-            .enumerate()
-            .filter(|(i, c)| *i != idx && c.kind == Kind::Move)
-            .map(|(_, c)| c.clone())
-            .collect();
-        let mut plan = PlanFile::build(PlanInputs {
-            catalog,
-            source: &src,
-            source_location: args.src.clone(),
-            destination: dst_place,
-            destination_location: args.dst.clone(),
-            corpus_bytes: r.corpus.total_bytes(),
-            corpus_objects: r.corpus.total_objects(),
-            corpus_origin: r.corpus.origin.clone(),
-            assumptions: &assumed[dst_index],
-            chosen,
-            others: &others,
-            created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        })?;
-        if let Some(split) = split {
-            plan.shards = Some(super::shard_cmd::table(split, &plan, args.progress.clone()));
-        }
-        let name = name.trim_end_matches(".toml");
-        if name.is_empty() || name.contains('/') || name.contains('\\') || name.starts_with('.') {
-            return Err(usage(format!(
-                "--save {name:?}: give a plain name (the file goes to {}/NAME.toml)",
-                args.plans_dir.display()
-            )));
-        }
-        let path = args.plans_dir.join(format!("{name}.toml"));
-        plan.save(&path)?;
-        let msg = match &plan.shards {
-            None => format!(
-                "Saved {} ({}) — run it with: moverctl exec {}",
-                path.display(),
-                chosen.resolved,
-                path.display()
-            ),
-            Some(sh) => format!(
-                "Saved {} ({}) in {} shards (plan id {}, predicted {} per shard with {} machine{}) — run each with: moverctl exec {} --shard K/{} (or --shard auto in a Kubernetes Indexed Job or a Slurm array); exec's --bwlimit and --tpslimit apply to each shard process, not to the move; watch it with: moverctl status {}",
-                path.display(),
-                chosen.resolved,
-                sh.count,
-                sh.id,
-                crate::units::fmt_duration(sh.seconds_per_shard.parse().unwrap_or_default()),
-                plan.transfer.workers.max(1),
-                if plan.transfer.workers > 1 { "s" } else { "" },
-                path.display(),
-                sh.count,
-                path.display()
-            ),
-        };
-        if args.json {
-            eprintln!("{msg}");
-        } else {
-            println!("{msg}");
-        }
+    if let Some(saved) = out.saved {
+        say(saved_message(&saved?));
     }
     Ok(())
+}
+
+/// The JSON of `--json` (schema moverctl.plan/1): `assumptions` of the best-ranked destination
+/// with the probe behind them, the source's probe, and every candidate's own probe (or null).
+fn json_of(spec: &PlanSpec, out: &PlanOutcome) -> serde_json::Value {
+    let mut v = render::json(
+        &out.source,
+        &spec.corpus,
+        out.best_assumptions(),
+        &out.ranked,
+    );
+    let probe = |p: Option<&ProbeUse>| p.map_or(serde_json::Value::Null, probe_json);
+    v["assumptions"]["probe"] = probe(out.best().and_then(|i| out.probes[i].as_ref()));
+    v["assumptions"]["source_probe"] = probe(out.source_probe.as_ref());
+    if let Some(cs) = v["candidates"].as_array_mut() {
+        for (c, o) in out.ranked.iter().zip(cs.iter_mut()) {
+            o["probe"] = probe(out.destination_of(c).and_then(|i| out.probes[i].as_ref()));
+        }
+    }
+    v
+}
+
+/// The table, after the example's command line and a line for each probe used.
+fn print_text(spec: &PlanSpec, out: &PlanOutcome, example: bool) {
+    if example {
+        println!("Example: moverctl plan {}\n", EXAMPLE.join(" "));
+    }
+    let mut shown: Vec<&PathBuf> = Vec::new();
+    for p in out.source_probe.iter().chain(out.probes.iter().flatten()) {
+        if !shown.contains(&&p.file) {
+            shown.push(&p.file);
+            println!("{}", probe_line(p));
+        }
+    }
+    print!(
+        "{}",
+        render::text(
+            &out.source,
+            &spec.corpus,
+            out.best_assumptions(),
+            &out.ranked
+        )
+    );
+}
+
+fn probe_date(p: &ProbeUse) -> String {
+    chrono::DateTime::parse_from_rfc3339(&p.timestamp)
+        .map(|t| {
+            t.with_timezone(&chrono::Utc)
+                .format("%Y-%m-%d %H:%M UTC")
+                .to_string()
+        })
+        .unwrap_or_else(|_| p.timestamp.clone())
+}
+
+/// "using probe of LOCATION (DATE): latency N ms, stream X/s".
+fn probe_line(p: &ProbeUse) -> String {
+    let mut parts = Vec::new();
+    if let Some(ms) = p.latency_ms {
+        parts.push(format!("latency {ms} ms"));
+    }
+    if let Some(s) = p.stream {
+        parts.push(format!(
+            "stream {}/s",
+            crate::units::fmt_bytes(s.to_u64().unwrap_or(u64::MAX))
+        ));
+    }
+    format!(
+        "using probe of {} ({}): {}",
+        p.location,
+        probe_date(p),
+        parts.join(", ")
+    )
+}
+
+fn probe_json(p: &ProbeUse) -> serde_json::Value {
+    serde_json::json!({
+        "location": p.location,
+        "provider": p.provider,
+        "timestamp": p.timestamp,
+        "file": p.file.display().to_string(),
+        "latency_ms": p.latency_ms,
+        "stream_throughput_bytes_per_second": p.stream.and_then(|s| s.to_u64()),
+    })
+}
+
+/// "Saved PATH (DESTINATION) — run it with: …", with the shards when the plan has them.
+fn saved_message(s: &Saved) -> String {
+    let path = s.path.display();
+    let Some(sh) = &s.plan.shards else {
+        return format!(
+            "Saved {path} ({}) — run it with: moverctl exec {path}",
+            s.destination
+        );
+    };
+    let workers = s.plan.transfer.workers;
+    format!(
+        "Saved {path} ({}) in {} shards (plan id {}, predicted {} per shard with {} machine{}) — run each with: moverctl exec {path} --shard K/{} (or --shard auto in a Kubernetes Indexed Job or a Slurm array); exec's --bwlimit and --tpslimit apply to each shard process, not to the move; watch it with: moverctl status {path}",
+        s.destination,
+        sh.count,
+        sh.id,
+        crate::units::fmt_duration(sh.seconds_per_shard.parse().unwrap_or_default()),
+        workers.max(1),
+        if workers > 1 { "s" } else { "" },
+        sh.count,
+    )
 }

@@ -2,7 +2,7 @@
 
 use super::json::{PROVIDERS, number, stamp};
 use super::{CliError, ProvidersAction, ProvidersArgs};
-use crate::catalog::{Catalog, Provider, RequestPrice, Tristate, price_dates};
+use crate::catalog::{Catalog, Provider, ProviderFile, RequestPrice, Tristate, price_dates};
 use crate::money::Usd;
 use crate::units::fmt_bytes;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
@@ -105,49 +105,12 @@ fn group(n: u64) -> String {
 }
 
 fn show(p: &Provider, as_json: bool) {
-    let f = &p.file;
     if as_json {
-        let classes: Vec<_> = f
-            .classes
-            .iter()
-            .map(|c| {
-                json!({
-                    "id": c.id, "name": c.name,
-                    "storage_per_gb_month": c.storage.iter().map(|t| json!({
-                        "up_to_gb": t.up_to_gb.map(|d| number(d.0)),
-                        "price": number(t.per_gb_month.0)})).collect::<Vec<_>>(),
-                    "min_duration_days": c.min_duration_days, "min_object_bytes": c.min_object_bytes,
-                    "retrieval_per_gb": number(c.retrieval_per_gb.0), "archive": c.archive,
-                    "put": req_json(&c.put), "get": req_json(&c.get), "list": req_json(&c.list),
-                    "source": c.source, "as_of": c.as_of.to_string(),
-                })
-            })
-            .collect();
-        let v = json!({
-            "id": f.id, "name": f.name, "kind": f.kind.as_str(), "origin": p.origin,
-            "bytes_per_gb": f.billing.bytes_per_gb, "notes": f.notes,
-            "egress": {
-                "free_gb_per_month": number(f.egress.free_gb_per_month.0),
-                "tiers": f.egress.tiers.iter().map(|t| json!({"up_to_gb": t.up_to_gb.map(|d| number(d.0)), "per_gb": number(t.per_gb.0)})).collect::<Vec<_>>(),
-                "free_multiple_of_stored": f.egress.free_multiple_of_stored.map(|d| number(d.0)),
-                "caveats": f.egress.caveats, "source": f.egress.source, "as_of": f.egress.as_of.to_string(),
-            },
-            "classes": classes,
-            "regions": f.regions.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
-            "limits": {
-                "max_parts": f.limits.max_parts, "min_part_bytes": f.limits.min_part_bytes,
-                "max_part_bytes": f.limits.max_part_bytes, "max_object_bytes": f.limits.max_object_bytes,
-                "equal_part_sizes": f.limits.equal_part_sizes, "checksum_headers": f.limits.checksum_headers,
-                "source": f.limits.source, "as_of": f.limits.as_of.to_string(),
-            },
-            "exit_waiver": f.exit_waiver.as_ref().map(|w| json!({
-                "window_days": w.window_days, "requires_full_exit": w.requires_full_exit,
-                "conditions": w.conditions, "source": w.source, "as_of": w.as_of.to_string()})),
-        });
-        let v = stamp(PROVIDERS, v);
+        let v = show_json(p);
         println!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
         return;
     }
+    let f = &p.file;
     println!("{} — {} ({})", f.id, f.name, f.kind.as_str());
     println!(
         "from {}; a billed GB is {} bytes ({}, {})",
@@ -163,6 +126,13 @@ fn show(p: &Provider, as_json: bool) {
         println!("* {n}");
     }
     println!();
+    println!("{}", classes_table(f));
+    egress_lines(f);
+    limits_lines(f);
+}
+
+/// The storage classes and their prices.
+fn classes_table(f: &ProviderFile) -> Table {
     let mut t = new_table();
     t.set_header(vec![
         "class",
@@ -203,7 +173,11 @@ fn show(p: &Provider, as_json: bool) {
             c.as_of.to_string(),
         ]);
     }
-    println!("{t}");
+    t
+}
+
+/// Internet egress, transfer inside the provider, regions and the monthly minimum.
+fn egress_lines(f: &ProviderFile) {
     let e = &f.egress;
     let mut egress = match (e.free_multiple_of_stored, e.over_multiple) {
         (Some(m), Some(o)) => format!(
@@ -254,6 +228,10 @@ fn show(p: &Provider, as_json: bool) {
             m.as_of
         );
     }
+}
+
+/// Upload limits, request rates and the exit waiver.
+fn limits_lines(f: &ProviderFile) {
     let l = &f.limits;
     println!(
         "Limits: {} parts of {} to {}; objects up to {}; single PUT up to {}{}; single-part ETag is MD5: {}; checksum headers: {} ({}, {})",
@@ -307,4 +285,47 @@ fn show(p: &Provider, as_json: bool) {
             w.as_of
         );
     }
+}
+
+/// `providers show NAME --json`: the provider file as data.
+fn show_json(p: &Provider) -> serde_json::Value {
+    let f = &p.file;
+    let classes: Vec<_> = f
+        .classes
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.id, "name": c.name,
+                "storage_per_gb_month": c.storage.iter().map(|t| json!({
+                    "up_to_gb": t.up_to_gb.map(|d| number(d.0)),
+                    "price": number(t.per_gb_month.0)})).collect::<Vec<_>>(),
+                "min_duration_days": c.min_duration_days, "min_object_bytes": c.min_object_bytes,
+                "retrieval_per_gb": number(c.retrieval_per_gb.0), "archive": c.archive,
+                "put": req_json(&c.put), "get": req_json(&c.get), "list": req_json(&c.list),
+                "source": c.source, "as_of": c.as_of.to_string(),
+            })
+        })
+        .collect();
+    let v = json!({
+        "id": f.id, "name": f.name, "kind": f.kind.as_str(), "origin": p.origin,
+        "bytes_per_gb": f.billing.bytes_per_gb, "notes": f.notes,
+        "egress": {
+            "free_gb_per_month": number(f.egress.free_gb_per_month.0),
+            "tiers": f.egress.tiers.iter().map(|t| json!({"up_to_gb": t.up_to_gb.map(|d| number(d.0)), "per_gb": number(t.per_gb.0)})).collect::<Vec<_>>(),
+            "free_multiple_of_stored": f.egress.free_multiple_of_stored.map(|d| number(d.0)),
+            "caveats": f.egress.caveats, "source": f.egress.source, "as_of": f.egress.as_of.to_string(),
+        },
+        "classes": classes,
+        "regions": f.regions.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
+        "limits": {
+            "max_parts": f.limits.max_parts, "min_part_bytes": f.limits.min_part_bytes,
+            "max_part_bytes": f.limits.max_part_bytes, "max_object_bytes": f.limits.max_object_bytes,
+            "equal_part_sizes": f.limits.equal_part_sizes, "checksum_headers": f.limits.checksum_headers,
+            "source": f.limits.source, "as_of": f.limits.as_of.to_string(),
+        },
+        "exit_waiver": f.exit_waiver.as_ref().map(|w| json!({
+            "window_days": w.window_days, "requires_full_exit": w.requires_full_exit,
+            "conditions": w.conditions, "source": w.source, "as_of": w.as_of.to_string()})),
+    });
+    stamp(PROVIDERS, v)
 }

@@ -1,1 +1,457 @@
 //! The plan job: evaluate, rank, pick, build the plan file.
+//!
+//! [`plan`] takes an immutable [`PlanSpec`] (the corpus, the assumptions, where the data is and
+//! where it could go) and returns a [`PlanOutcome`]: the candidates ranked, the probes that timed
+//! them, the report and the plan file it wrote. It never prints; notes go to the observer.
+//!
+//! Measured, not assumed: with [`SavedProbes::apply`], when `moverctl probe` saved a result for a
+//! destination's provider (the newest file in `<state>/probes/<provider>/`), that destination is
+//! timed with the probe's latency and per-stream upload throughput instead of the defaults — only
+//! for the values the caller did not fix. A probe also measured what bounds a run (request rate
+//! under concurrency, aggregate throughput, the engine's CPU per GiB): the source's probe (of the
+//! source location or a folder above it, else the newest of the source's provider) gives the GET
+//! side, each destination's probe (of the destination location or a folder above it when there is
+//! one destination, else the newest of its provider) the PUT side and the CPU.
+
+mod probes;
+mod save;
+
+pub use probes::ProbeUse;
+pub use save::Saved;
+
+use crate::catalog::{Catalog, Place};
+use crate::job::{JobError, Observer};
+use crate::plan::corpus::{Corpus, InventoryFormat};
+use crate::plan::horizon::{self, ComputeAt};
+use crate::plan::model::{Assumptions, Candidate, Kind, bucket_classes, evaluate, rank};
+use crate::plan::restore::{self, TierChoice};
+use crate::shard::PlannedRange;
+use rust_decimal::prelude::ToPrimitive;
+use std::path::{Path, PathBuf};
+
+/// Everything a plan needs, resolved and validated by the caller.
+#[derive(Debug, Clone)]
+pub struct PlanSpec {
+    /// Where the data is now: `PROVIDER[:REGION][/CLASS]`.
+    pub from: String,
+    /// Candidate destinations, each `PROVIDER[:REGION][/CLASS]` (at least one).
+    pub to: Vec<String>,
+    pub corpus: Corpus,
+    /// What the model assumes (see [`Assumptions`]); `restore` and `measured` are set by the job
+    /// (from `restore_tier` and the saved probes), `same_service` from `src` and `dst` when
+    /// `None`.
+    pub assumptions: Assumptions,
+    /// The restore tier for archive-class source objects as given: `bulk`, `standard`,
+    /// `expedited` or `auto` (`None`: each class's standard restore).
+    pub restore_tier: Option<String>,
+    pub probes: SavedProbes,
+    /// The source and destination locations recorded in the plan (`s3://bucket/prefix`, …).
+    pub src: Option<String>,
+    pub dst: Option<String>,
+    /// The remotes file (`--config`), for the locations' credentials and endpoints.
+    pub config: Option<PathBuf>,
+    /// Write a self-contained HTML report here.
+    pub report: Option<PathBuf>,
+    /// Save a plan file.
+    pub save: Option<Save>,
+}
+
+impl PlanSpec {
+    /// A plan of `corpus` from `from` to each of `to`, with the default assumptions, no saved
+    /// probe, no report and no plan file.
+    pub fn new(from: &str, to: &[&str], corpus: Corpus) -> PlanSpec {
+        PlanSpec {
+            from: from.to_string(),
+            to: to.iter().map(|s| s.to_string()).collect(),
+            corpus,
+            assumptions: Assumptions::default(),
+            restore_tier: None,
+            probes: SavedProbes::default(),
+            src: None,
+            dst: None,
+            config: None,
+            report: None,
+            save: None,
+        }
+    }
+}
+
+/// Whether saved probes time the candidates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SavedProbes {
+    /// Use saved probes (`false`: the assumptions alone).
+    pub apply: bool,
+    /// The latency was given (`--latency-ms`): a probe's is not applied.
+    pub latency_given: bool,
+    /// The per-stream throughput was given (`--stream-throughput`): a probe's is not applied.
+    pub stream_given: bool,
+}
+
+/// A plan file to save for `moverctl exec`.
+#[derive(Debug, Clone)]
+pub struct Save {
+    /// The plan's name: the file is `plans_dir/NAME.toml`.
+    pub name: String,
+    /// Which destination the plan uses (its name as given, as resolved, or its provider);
+    /// `None`: the cheapest.
+    pub pick: Option<String>,
+    pub plans_dir: PathBuf,
+    /// The move split into key ranges (`plan --shards N`), written as the plan's `[shards]`.
+    pub shards: Option<ShardSplit>,
+}
+
+/// The ranges of a split and where the shards keep their progress records.
+#[derive(Debug, Clone)]
+pub struct ShardSplit {
+    pub ranges: Vec<PlannedRange>,
+    pub progress: Option<String>,
+}
+
+/// What a plan found and wrote.
+#[derive(Debug)]
+pub struct PlanOutcome<'c> {
+    pub source: Place<'c>,
+    pub destinations: Vec<Place<'c>>,
+    /// The spec's assumptions with the restore tier chosen (before any probe).
+    pub assumptions: Assumptions,
+    /// Each destination's assumptions as it was timed (its probe applied).
+    pub assumed: Vec<Assumptions>,
+    /// The candidates, cheapest first ("stay" among them with a compute location).
+    pub ranked: Vec<Candidate>,
+    /// The probe of the source, and of each destination, that timed the candidates.
+    pub source_probe: Option<ProbeUse>,
+    pub probes: Vec<Option<ProbeUse>>,
+    /// Credentials that would not last the move (each a sentence for the user).
+    pub credential_notes: Vec<String>,
+    /// The report written (its path), or why it could not be; `None` without one asked for.
+    pub report: Option<Result<PathBuf, JobError>>,
+    /// The plan file saved, or why it could not be; `None` without one asked for, or when the
+    /// report could not be written.
+    pub saved: Option<Result<Saved, JobError>>,
+}
+
+impl PlanOutcome<'_> {
+    /// The destination (index into `destinations`) a candidate moves to; `None` for "stay".
+    pub fn destination_of(&self, c: &Candidate) -> Option<usize> {
+        (c.kind == Kind::Move).then(|| {
+            self.destinations
+                .iter()
+                .position(|d| d.canonical() == c.resolved)
+                .expect("every move comes from a destination")
+        })
+    }
+
+    /// The best-ranked move's destination.
+    pub fn best(&self) -> Option<usize> {
+        self.ranked.iter().find_map(|c| self.destination_of(c))
+    }
+
+    /// The assumptions of the best-ranked move (the spec's when there is none).
+    pub fn best_assumptions(&self) -> &Assumptions {
+        self.best().map_or(&self.assumptions, |i| &self.assumed[i])
+    }
+}
+
+/// Plan a move: resolve the places, choose the restore tier, time each destination with its
+/// probe, evaluate and rank the candidates, then write the report and the plan file when asked.
+///
+/// ```
+/// use moverctl::catalog::Catalog;
+/// use moverctl::job::{Quiet, plan::{PlanSpec, plan}};
+/// use moverctl::plan::corpus::Corpus;
+///
+/// // 2 PB in 40 M objects out of AWS us-east-1, to Backblaze B2 or Cloudflare R2.
+/// let catalog = Catalog::embedded()?;
+/// let corpus = Corpus::from_flags(Some("2PB"), Some("40M"), None)?;
+/// let mut spec = PlanSpec::new("aws:us-east-1", &["backblaze-b2", "cloudflare-r2"], corpus);
+/// spec.assumptions.months = 12;
+/// let out = plan(&catalog, &spec, &Quiet)?;
+/// assert_eq!(out.ranked.len(), 2);
+/// let best = &out.ranked[0];
+/// assert!(best.cost.total() <= out.ranked[1].cost.total());
+/// println!("{}: {} over 12 months", best.resolved, best.cost.total());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn plan<'c>(
+    catalog: &'c Catalog,
+    spec: &PlanSpec,
+    observer: &dyn Observer,
+) -> Result<PlanOutcome<'c>, JobError> {
+    let source = Place::resolve(catalog, &spec.from)?;
+    let mut base = spec.assumptions.clone();
+    if base.same_service.is_none() {
+        base.same_service = same_service(
+            spec.config.as_deref(),
+            spec.src.as_deref(),
+            spec.dst.as_deref(),
+        );
+    }
+    if let Some(t) = &spec.restore_tier {
+        base.restore = restore_of(&source, &spec.corpus, &base, t, observer)?;
+    }
+    let destinations: Vec<Place> = spec
+        .to
+        .iter()
+        .map(|d| Place::resolve(catalog, d))
+        .collect::<Result<_, _>>()?;
+    let (source_probe, probes) = find_probes(spec, &source, &destinations);
+    let in_flight = (base.concurrency.max(1) as usize).saturating_mul(base.workers.max(1) as usize);
+    let assumed: Vec<Assumptions> = probes
+        .iter()
+        .map(|p| {
+            let mut a = p.as_ref().map_or(base.clone(), |p| p.apply(&base));
+            a.measured = probes::measured_of(source_probe.as_ref(), p.as_ref(), in_flight);
+            a
+        })
+        .collect();
+    let cands: Vec<Candidate> = destinations
+        .iter()
+        .zip(&assumed)
+        .map(|(d, a)| evaluate(&source, d, &spec.corpus, a))
+        .collect();
+    let ranked = match &base.reads {
+        Some(_) => horizon::move_or_stay(
+            cands,
+            horizon::stay(&source, &spec.corpus, &base),
+            base.months,
+        ),
+        None => rank(cands),
+    };
+    let mut out = PlanOutcome {
+        credential_notes: credential_notes(spec, &ranked),
+        source,
+        destinations,
+        assumptions: base,
+        assumed,
+        ranked,
+        source_probe,
+        probes,
+        report: None,
+        saved: None,
+    };
+    if let Some(path) = &spec.report {
+        out.report = Some(save::write_report(catalog, spec, &out, path));
+    }
+    if let Some(s) = &spec.save
+        && !matches!(out.report, Some(Err(_)))
+    {
+        out.saved = Some(save::save(catalog, spec, &out, s));
+    }
+    Ok(out)
+}
+
+/// `--restore-tier`: the tier for the corpus's archive objects (`None` and a note when none is in
+/// an archive class).
+fn restore_of(
+    source: &Place,
+    corpus: &Corpus,
+    a: &Assumptions,
+    tier: &str,
+    observer: &dyn Observer,
+) -> Result<Option<restore::Restore>, JobError> {
+    let choice = TierChoice::parse(tier).map_err(JobError::Usage)?;
+    let chosen = restore::choose(
+        source,
+        corpus,
+        &bucket_classes(source, corpus),
+        choice,
+        a.gpu_hourly,
+    )
+    .map_err(JobError::Usage)?;
+    if chosen.is_none() {
+        observer.note(&format!(
+            "note: --restore-tier {tier}: no object of the corpus is in an archive class at {}; nothing to restore",
+            source.canonical()
+        ));
+    }
+    Ok(chosen)
+}
+
+/// Each destination is timed with its own provider's probe (the probe of the destination
+/// location when one was saved for it and it is the only destination), and with the source's
+/// probe (of the source location, else the newest of its provider) for the source's request
+/// rate and throughput.
+fn find_probes(
+    spec: &PlanSpec,
+    source: &Place,
+    destinations: &[Place],
+) -> (Option<ProbeUse>, Vec<Option<ProbeUse>>) {
+    let p = spec.probes;
+    let find = |provider: &str, loc: Option<&str>| {
+        p.apply
+            .then(|| ProbeUse::find(provider, loc, p.latency_given, p.stream_given))
+            .flatten()
+    };
+    let source_probe = find(&source.provider.file.id, spec.src.as_deref());
+    let probes = destinations
+        .iter()
+        .map(|d| {
+            let loc = (destinations.len() == 1)
+                .then_some(spec.dst.as_deref())
+                .flatten();
+            find(&d.provider.file.id, loc)
+        })
+        .collect();
+    (source_probe, probes)
+}
+
+/// Whether the source and destination locations are one S3 service (the same endpoint), when
+/// both are given and resolve; `None` otherwise (the catalog places decide).
+pub fn same_service(config: Option<&Path>, src: Option<&str>, dst: Option<&str>) -> Option<bool> {
+    let (src, dst) = (src?, dst?);
+    let remotes = crate::store::config::Remotes::load(config).ok()?;
+    let a = crate::store::identity_of(src, &remotes).ok()?;
+    let b = crate::store::identity_of(dst, &remotes).ok()?;
+    Some(crate::transfer::server_side::one_service(&a, &b))
+}
+
+/// Credentials of the source and destination locations that would not last the best move
+/// (issue 26).
+fn credential_notes(spec: &PlanSpec, ranked: &[Candidate]) -> Vec<String> {
+    use crate::store::location::Location;
+    let mut notes = Vec::new();
+    let Some(best) = ranked.iter().find(|c| c.kind == Kind::Move) else {
+        return notes;
+    };
+    let seconds = best.time.seconds.to_u64().unwrap_or(u64::MAX);
+    let Ok(remotes) = crate::store::config::Remotes::load(spec.config.as_deref()) else {
+        return notes;
+    };
+    for loc in [spec.src.as_deref(), spec.dst.as_deref()]
+        .into_iter()
+        .flatten()
+    {
+        if let Ok(l @ Location::S3 { .. }) = Location::parse(loc, &remotes)
+            && let Some(n) = crate::store::creds::lifetime_note(
+                &l.shown(),
+                crate::store::remote_of(&l, &remotes),
+                seconds,
+            )
+        {
+            notes.push(n);
+        }
+    }
+    notes
+}
+
+/// Where a plan's corpus comes from when it is read rather than described.
+#[derive(Debug, Clone)]
+pub enum CorpusSource {
+    /// A listing of the corpus: CSV, JSON lines or an S3 Inventory; streamed.
+    Inventory(PathBuf, InventoryFormat),
+    /// A location listed once (streamed, constant memory, a progress note every second).
+    Listing(String),
+}
+
+/// Read the corpus from an inventory, or list a location once into a size histogram. A listing
+/// carries no storage classes, so every object is priced as the source's class.
+pub fn read_corpus(
+    source: &CorpusSource,
+    config: Option<&Path>,
+    observer: &dyn Observer,
+) -> Result<Corpus, JobError> {
+    match source {
+        CorpusSource::Inventory(path, format) => Ok(Corpus::from_inventory(path, format.clone())?),
+        CorpusSource::Listing(loc) => list_corpus(config, loc, observer),
+    }
+}
+
+fn list_corpus(
+    config: Option<&Path>,
+    loc: &str,
+    observer: &dyn Observer,
+) -> Result<Corpus, JobError> {
+    use crate::store::list::{Listed, list};
+    use futures::StreamExt;
+    let remotes = crate::store::config::Remotes::load(config)?;
+    let store = crate::store::Store::open(loc, &remotes)?;
+    let shown = store.shown();
+    let rt = super::runtime()?;
+    let started = std::time::Instant::now();
+    let (corpus, refused) = rt.block_on(async {
+        let mut b = crate::plan::corpus::CorpusBuilder::default();
+        let mut refused = 0u64;
+        let mut stream = list(&store);
+        let mut last = std::time::Instant::now();
+        while let Some(item) = stream.next().await {
+            match item? {
+                Listed::Object(e) => b.add(e.size, None),
+                Listed::Refused { key, reason } => {
+                    refused += 1;
+                    observer.note(&format!(
+                        "moverctl: cannot handle key {key:?}: {reason}; not counted"
+                    ));
+                }
+            }
+            if last.elapsed() >= std::time::Duration::from_secs(1) {
+                last = std::time::Instant::now();
+                observer.note(&format!(
+                    "listing {shown}: {} objects, {} so far",
+                    crate::units::fmt_count(b.objects()),
+                    crate::units::fmt_bytes(b.bytes())
+                ));
+            }
+        }
+        Ok::<_, JobError>((b, refused))
+    })?;
+    observer.note(&format!(
+        "listed {shown}: {} objects, {} in {:.1} s{}",
+        crate::units::fmt_count(corpus.objects()),
+        crate::units::fmt_bytes(corpus.bytes()),
+        started.elapsed().as_secs_f64(),
+        if refused > 0 {
+            format!(" ({refused} keys refused, not counted)")
+        } else {
+            String::new()
+        }
+    ));
+    Ok(corpus.finish(format!("listing {shown}"))?)
+}
+
+/// `PROVIDER[:REGION]` of the compute location. A provider with a catalog file must name one of
+/// its regions (default: its default region); any other name is a place reached over the
+/// internet.
+pub fn compute_at(catalog: &Catalog, given: &str) -> Result<ComputeAt, JobError> {
+    let usage = |m: String| JobError::Usage(m);
+    let given = given.trim();
+    let (pid, region) = match given.split_once(':') {
+        Some((p, r)) => (p.trim(), Some(r.trim())),
+        None => (given, None),
+    };
+    if pid.is_empty()
+        || !pid
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        || given.contains('/')
+    {
+        return Err(usage(format!(
+            "--compute-at {given:?}: give PROVIDER[:REGION], e.g. coreweave or aws:us-east-1 (no storage class)"
+        )));
+    }
+    let Ok(p) = catalog.get(pid) else {
+        return Ok(ComputeAt {
+            given: given.to_string(),
+            provider: pid.to_string(),
+            region: region.map(str::to_string),
+            in_catalog: false,
+        });
+    };
+    let region = region.unwrap_or(&p.file.default_region);
+    if !p.file.regions.iter().any(|r| r.id == region) {
+        return Err(usage(format!(
+            "--compute-at {given:?}: {pid} has no region {region:?}; its regions: {}",
+            p.file
+                .regions
+                .iter()
+                .map(|r| r.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(ComputeAt {
+        given: given.to_string(),
+        provider: pid.to_string(),
+        region: Some(region.to_string()),
+        in_catalog: true,
+    })
+}
