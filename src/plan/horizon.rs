@@ -17,85 +17,15 @@
 //! The cumulative cost month by month is `one_time + m x monthly` (early deletion at the last month);
 //! a candidate's break-even month is the first month from which it costs no more than staying.
 
+use super::candidate::{Assumptions, Bound, Candidate, Cost, Counts, Kind, Time, rank};
+pub use super::candidate::{ComputeAt, ReadPlan, Reads, Route};
 use super::corpus::Corpus;
-use super::model::{
-    Assumptions, Bound, Candidate, Cost, Counts, Kind, Time, gb, internet_egress, rank,
-    storage_month,
-};
+use super::price::{gb, internet_egress, storage_month};
 use crate::catalog::{OverMultiple, Place, RequestPrice};
 use crate::money::Usd;
 use crate::units::{fmt_bytes, fmt_duration};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::*;
-
-/// Where the GPUs are.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ComputeAt {
-    /// As the user wrote it.
-    pub given: String,
-    pub provider: String,
-    /// The region (the provider's default when not given); `None` for a place not in the catalog.
-    pub region: Option<String>,
-    /// False for a GPU cloud without a provider file (Lambda, RunPod): every read is internet egress.
-    pub in_catalog: bool,
-}
-
-impl ComputeAt {
-    /// `provider:region`, or the name as given for a place not in the catalog.
-    pub fn canonical(&self) -> String {
-        match &self.region {
-            Some(r) => format!("{}:{}", self.provider, r),
-            None => self.provider.clone(),
-        }
-    }
-}
-
-/// Where training runs and how often it reads the whole corpus.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reads {
-    pub compute: ComputeAt,
-    /// Full passes over the corpus per month (fractional allowed).
-    pub per_month: Decimal,
-}
-
-/// The path reads take from a store to the compute location.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    SameRegion,
-    InterRegion,
-    Internet,
-}
-
-impl Route {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Route::SameRegion => "same-region",
-            Route::InterRegion => "inter-region",
-            Route::Internet => "internet",
-        }
-    }
-}
-
-/// One month of reads from one store.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadPlan {
-    pub route: Route,
-    pub per_month: Decimal,
-    /// The store's billed GB read a month.
-    pub gb_per_month: Decimal,
-    pub gets_per_month: Decimal,
-    pub egress: Usd,
-    pub requests: Usd,
-    pub retrieval: Usd,
-    /// A month's reads are above a zero-egress multiple of the stored corpus.
-    pub over_free_multiple: bool,
-}
-
-impl ReadPlan {
-    pub fn month(&self) -> Usd {
-        self.egress + self.requests + self.retrieval
-    }
-}
 
 /// Requests priced with their unit, a fractional count a month, less the monthly free allowance.
 pub fn request_cost_month(p: &RequestPrice, count: Decimal) -> Usd {

@@ -1,7 +1,11 @@
+pub mod candidate;
 pub mod corpus;
 pub mod file;
 pub mod horizon;
 pub mod model;
+pub mod price;
 pub mod render;
 pub mod report;
+pub mod requests;
 pub mod restore;
+pub mod timing;

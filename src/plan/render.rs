@@ -38,101 +38,104 @@ fn dec(d: Decimal) -> Value {
     Value::Number(s.parse().expect("decimal digits are a JSON number"))
 }
 
+/// One ranked candidate (`i` from 0) of the JSON, its cumulative cost over `months`.
+fn candidate_json(i: usize, c: &Candidate, months: u32) -> Value {
+    let mut cost = serde_json::Map::new();
+    for (k, v) in c.cost.items() {
+        cost.insert(k.to_string(), v.to_json());
+    }
+    cost.insert(
+        "egress_before_waiver".into(),
+        c.cost.egress_before_waiver.to_json(),
+    );
+    let reads = c.reads.as_ref().map_or(Value::Null, |p| {
+        json!({
+            "route": p.route.as_str(),
+            "reads_per_month": dec(p.per_month),
+            "gb_per_month": dec(p.gb_per_month),
+            "gets_per_month": dec(p.gets_per_month),
+            "egress": p.egress.to_json(),
+            "requests": p.requests.to_json(),
+            "retrieval": p.retrieval.to_json(),
+            "over_free_multiple": p.over_free_multiple,
+        })
+    });
+    let restore = c.restore.as_ref().map_or(Value::Null, |r| {
+        let opt = |o: &super::restore::TierOption| {
+            json!({
+                "tier": o.tier,
+                "fees": o.fees.to_json(),
+                "hours": o.hours,
+                "hours_assumed": o.hours_assumed,
+                "gpu_idle": o.gpu_idle.to_json(),
+                "total": o.total().to_json(),
+            })
+        };
+        json!({
+            "tier": r.chosen.tier,
+            "auto": r.auto,
+            "why": r.why,
+            "chosen": opt(&r.chosen),
+            "options": r.options.iter().map(opt).collect::<Vec<_>>(),
+        })
+    });
+    let cumulative: Vec<Value> = horizon::cumulative(c, months)
+        .into_iter()
+        .map(|u| u.to_json())
+        .collect();
+    json!({
+        "rank": i + 1,
+        "kind": c.kind.as_str(),
+        "break_even_month": c.break_even_month,
+        "server_side": c.server_side,
+        "from_url": c.from_url,
+        "horizon": {
+            "one_time": c.cost.one_time().to_json(),
+            "monthly": c.cost.monthly().to_json(),
+            "cumulative": cumulative,
+        },
+        "reads": reads,
+        "restore": restore,
+        "destination": c.destination,
+        "resolved": c.resolved,
+        "cost": cost,
+        "time": {
+            "seconds": dec(c.time.seconds),
+            "bound": c.time.bound.as_str(),
+            "bandwidth_seconds": dec(c.time.bandwidth_seconds),
+            "request_seconds": dec(c.time.request_seconds),
+            "rate_limit_seconds": dec(c.time.rate_limit_seconds),
+            "listing_seconds": dec(c.time.listing_seconds),
+            "restore_seconds": dec(c.time.restore_seconds),
+            "server_request_seconds": dec(c.time.server_request_seconds),
+            "server_throughput_seconds": dec(c.time.server_throughput_seconds),
+            "client_cpu_seconds": dec(c.time.client_cpu_seconds),
+            "shared_hashing_seconds": dec(c.time.shared_hashing_seconds),
+            "effective_bandwidth_bytes_per_second": dec(c.time.effective_bandwidth),
+        },
+        "requests": {
+            "source_list": c.counts.source_list,
+            "source_get": c.counts.source_get,
+            "source_head": c.counts.source_head,
+            "destination_list": c.counts.destination_list,
+            "destination_put": c.counts.destination_put,
+            "destination_head": c.counts.destination_head,
+        },
+        "upload": {
+            "multipart_objects": c.counts.multipart_objects,
+            "parts": c.counts.parts,
+            "max_part_size": c.counts.max_part_size,
+            "unplaceable_objects": c.counts.unplaceable_objects,
+        },
+        "warnings": c.warnings,
+    })
+}
+
 pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate]) -> Value {
     let candidates: Vec<Value> = ranked
         .iter()
         .enumerate()
-        .map(|(i, c)| {
-            let mut cost = serde_json::Map::new();
-            for (k, v) in c.cost.items() {
-                cost.insert(k.to_string(), v.to_json());
-            }
-            cost.insert(
-                "egress_before_waiver".into(),
-                c.cost.egress_before_waiver.to_json(),
-            );
-            let reads = c.reads.as_ref().map_or(Value::Null, |p| {
-                json!({
-                    "route": p.route.as_str(),
-                    "reads_per_month": dec(p.per_month),
-                    "gb_per_month": dec(p.gb_per_month),
-                    "gets_per_month": dec(p.gets_per_month),
-                    "egress": p.egress.to_json(),
-                    "requests": p.requests.to_json(),
-                    "retrieval": p.retrieval.to_json(),
-                    "over_free_multiple": p.over_free_multiple,
-                })
-            });
-            let restore = c.restore.as_ref().map_or(Value::Null, |r| {
-                let opt = |o: &super::restore::TierOption| {
-                    json!({
-                        "tier": o.tier,
-                        "fees": o.fees.to_json(),
-                        "hours": o.hours,
-                        "hours_assumed": o.hours_assumed,
-                        "gpu_idle": o.gpu_idle.to_json(),
-                        "total": o.total().to_json(),
-                    })
-                };
-                json!({
-                    "tier": r.chosen.tier,
-                    "auto": r.auto,
-                    "why": r.why,
-                    "chosen": opt(&r.chosen),
-                    "options": r.options.iter().map(opt).collect::<Vec<_>>(),
-                })
-            });
-            let cumulative: Vec<Value> = horizon::cumulative(c, a.months)
-                .into_iter()
-                .map(|u| u.to_json())
-                .collect();
-            json!({
-                "rank": i + 1,
-                "kind": c.kind.as_str(),
-                "break_even_month": c.break_even_month,
-                "server_side": c.server_side,
-                "from_url": c.from_url,
-                "horizon": {
-                    "one_time": c.cost.one_time().to_json(),
-                    "monthly": c.cost.monthly().to_json(),
-                    "cumulative": cumulative,
-                },
-                "reads": reads,
-                "restore": restore,
-                "destination": c.destination,
-                "resolved": c.resolved,
-                "cost": cost,
-                "time": {
-                    "seconds": dec(c.time.seconds),
-                    "bound": c.time.bound.as_str(),
-                    "bandwidth_seconds": dec(c.time.bandwidth_seconds),
-                    "request_seconds": dec(c.time.request_seconds),
-                    "rate_limit_seconds": dec(c.time.rate_limit_seconds),
-                    "listing_seconds": dec(c.time.listing_seconds),
-                    "restore_seconds": dec(c.time.restore_seconds),
-                    "server_request_seconds": dec(c.time.server_request_seconds),
-                    "server_throughput_seconds": dec(c.time.server_throughput_seconds),
-                    "client_cpu_seconds": dec(c.time.client_cpu_seconds),
-                    "shared_hashing_seconds": dec(c.time.shared_hashing_seconds),
-                    "effective_bandwidth_bytes_per_second": dec(c.time.effective_bandwidth),
-                },
-                "requests": {
-                    "source_list": c.counts.source_list,
-                    "source_get": c.counts.source_get,
-                    "source_head": c.counts.source_head,
-                    "destination_list": c.counts.destination_list,
-                    "destination_put": c.counts.destination_put,
-                    "destination_head": c.counts.destination_head,
-                },
-                "upload": {
-                    "multipart_objects": c.counts.multipart_objects,
-                    "parts": c.counts.parts,
-                    "max_part_size": c.counts.max_part_size,
-                    "unplaceable_objects": c.counts.unplaceable_objects,
-                },
-                "warnings": c.warnings,
-            })
-        })
+        .map(|(i, c)| candidate_json(i, c, a.months))
         .collect();
     json!({
         "schema": "moverctl.plan/1",

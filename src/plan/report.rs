@@ -234,32 +234,15 @@ fn marker(shape: usize, x: f64, y: f64, attrs: &str) -> String {
     }
 }
 
-/// Cumulative cost month by month, one line per candidate; break-even points ringed.
-fn lines_svg(ranked: &[Candidate], months: u32) -> String {
-    let (left, top, pw, ph) = (90.0, 20.0, 640.0, 340.0);
-    let legend_w = 300.0;
-    let width = left + pw + legend_w;
-    let height = top + ph + 50.0;
-    let series: Vec<(usize, &Candidate, Vec<Usd>)> = ranked
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (i, c, cumulative(c, months)))
-        .collect();
-    let max = series
-        .iter()
-        .flat_map(|(_, _, v)| v.iter().copied())
-        .max()
-        .unwrap_or(Usd::ZERO);
-    let maxf = if max.is_zero() { 1.0 } else { f(max.0) };
-    let xm = |m: u32| left + pw * f64::from(m) / f64::from(months.max(1));
-    let yv = |v: Usd| top + ph - ph * f(v.0) / maxf;
+/// The axes and grid of the cumulative chart: five horizontal lines with amounts, month ticks.
+fn lines_axes(
+    max: Usd,
+    months: u32,
+    (left, top, pw, ph): (f64, f64, f64, f64),
+    xm: impl Fn(u32) -> f64,
+    yv: impl Fn(Usd) -> f64,
+) -> String {
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg id="lines" role="img" aria-labelledby="lines-title" viewBox="0 0 {width} {height}" width="{width}" height="{height}" data-max="{}" data-months="{months}"><title id="lines-title">Cumulative cost month by month</title>"#,
-        money(max)
-    );
-    // Axes and grid: five horizontal lines with amounts, month ticks.
     for g in 0..=4 {
         let v = Usd(max.0 * Decimal::from(g) / Decimal::from(4));
         let y = yv(v);
@@ -295,6 +278,35 @@ fn lines_svg(ranked: &[Candidate], months: u32) -> String {
         left + pw / 2.0,
         top + ph + 36.0
     );
+    s
+}
+
+/// Cumulative cost month by month, one line per candidate; break-even points ringed.
+fn lines_svg(ranked: &[Candidate], months: u32) -> String {
+    let (left, top, pw, ph) = (90.0, 20.0, 640.0, 340.0);
+    let legend_w = 300.0;
+    let width = left + pw + legend_w;
+    let height = top + ph + 50.0;
+    let series: Vec<(usize, &Candidate, Vec<Usd>)> = ranked
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i, c, cumulative(c, months)))
+        .collect();
+    let max = series
+        .iter()
+        .flat_map(|(_, _, v)| v.iter().copied())
+        .max()
+        .unwrap_or(Usd::ZERO);
+    let maxf = if max.is_zero() { 1.0 } else { f(max.0) };
+    let xm = |m: u32| left + pw * f64::from(m) / f64::from(months.max(1));
+    let yv = |v: Usd| top + ph - ph * f(v.0) / maxf;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg id="lines" role="img" aria-labelledby="lines-title" viewBox="0 0 {width} {height}" width="{width}" height="{height}" data-max="{}" data-months="{months}"><title id="lines-title">Cumulative cost month by month</title>"#,
+        money(max)
+    );
+    s.push_str(&lines_axes(max, months, (left, top, pw, ph), xm, yv));
     for (i, c, values) in &series {
         let stay = c.kind == Kind::Stay;
         let colour = if stay {
@@ -429,6 +441,148 @@ svg { max-width: 100%; height: auto; } svg text { font-family: inherit; } .lbl {
 
 /// The whole page. `places` are the source, the destinations and (when in the catalog) the compute
 /// location, for the price sources; `generated` is the time to print.
+/// The ranked candidates: what the move costs once, a month, in total, and when it breaks even.
+fn ranked_table(ranked: &[Candidate], a: &Assumptions) -> String {
+    let mut h = String::new();
+    h.push_str("<h2>Ranked candidates</h2><table id=\"ranked\"><thead><tr><th>#</th><th>candidate</th><th class=\"n\">move (once)</th><th class=\"n\">storage / month</th><th class=\"n\">reads / month</th><th>read path</th><th class=\"n\">total</th><th>break-even vs stay</th><th class=\"n\">leave later</th></tr></thead><tbody>");
+    for (i, c) in ranked.iter().enumerate() {
+        let k = &c.cost;
+        let be = match (c.kind, c.break_even_month) {
+            (Kind::Stay, _) => "—".to_string(),
+            (Kind::Move, Some(0)) => "at once".to_string(),
+            (Kind::Move, Some(m)) => format!("month {m}"),
+            (Kind::Move, None) if a.reads.is_some() => "never (within the horizon)".to_string(),
+            (Kind::Move, None) => "— (no --compute-at)".to_string(),
+        };
+        let _ = write!(
+            h,
+            "<tr class=\"{}\" data-candidate=\"{}\" data-total=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+            c.kind.as_str(),
+            esc(&c.destination),
+            money(k.total()),
+            i + 1,
+            esc(&name(c)),
+            k.one_time(),
+            k.storage_per_month,
+            k.reads_per_month,
+            c.reads.as_ref().map_or("—", |p| p.route.as_str()),
+            k.total(),
+            esc(&be),
+            if c.kind == Kind::Stay {
+                "—".to_string()
+            } else {
+                k.exit_egress.to_string()
+            }
+        );
+    }
+    h.push_str("</tbody></table>");
+    h
+}
+
+/// Transfer time, its bound, the archive restore and GPU idle of each candidate.
+fn time_table(ranked: &[Candidate]) -> String {
+    let mut h = String::new();
+    h.push_str("<h2>Transfer time and GPU idle</h2><table id=\"time\"><thead><tr><th>candidate</th><th class=\"n\">time</th><th>bound</th><th class=\"n\">archive restore</th><th class=\"n\">GPU idle</th></tr></thead><tbody>");
+    for c in ranked {
+        let (t, bound, restore) = match c.kind {
+            Kind::Stay => ("—".to_string(), "no move".to_string(), "—".to_string()),
+            Kind::Move => (
+                fmt_duration(c.time.seconds),
+                format!(
+                    "{} at {}",
+                    c.time.bound.as_str(),
+                    fmt_rate_bits(c.time.effective_bandwidth)
+                ),
+                if c.time.restore_seconds.is_zero() {
+                    "—".to_string()
+                } else {
+                    fmt_duration(c.time.restore_seconds)
+                },
+            ),
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            esc(&name(c)),
+            esc(&t),
+            esc(&bound),
+            esc(&restore),
+            c.cost.gpu_idle
+        );
+    }
+    h.push_str("</tbody></table>");
+    h
+}
+
+/// The assumptions behind every candidate.
+fn assumptions_list(src: &Place, a: &Assumptions, ranked: &[Candidate]) -> String {
+    let mut h = String::new();
+    h.push_str("<h2>Assumptions</h2><ul>");
+    let mut assume = vec![
+        format!("horizon: {} months (30 days each)", a.months),
+        format!(
+            "path bandwidth {}, {} worker(s) with {} NICs, {} objects in flight per worker, {} per stream, {} ms per request, {} key prefix(es)",
+            fmt_rate_bits(a.bandwidth),
+            a.workers,
+            fmt_rate_bits(a.worker_nic),
+            a.concurrency,
+            fmt_rate_bits(a.stream_throughput),
+            a.latency_ms,
+            a.prefixes
+        ),
+        format!("GPU cluster idle cost: {}/hour", a.gpu_hourly),
+        format!(
+            "multipart above {}, parts of {} (raised to each store's limits)",
+            fmt_bytes(a.part_rule.threshold),
+            fmt_bytes(a.part_rule.preferred_part)
+        ),
+        format!(
+            "exit waiver assumed: {}",
+            if a.exit_waiver { "yes" } else { "no" }
+        ),
+    ];
+    match &a.reads {
+        Some(r) => assume.push(format!(
+            "GPUs at {}; {} full reads of the corpus a month, one GET per object per read; reads start after the move; \"stay\" keeps the data at {} and pays no move and no GPU idle",
+            r.compute.canonical(),
+            r.per_month.normalize(),
+            src.canonical()
+        )),
+        None => assume.push(
+            "no --compute-at: reads are not priced and \"stay\" is not ranked".to_string(),
+        ),
+    }
+    if let Some(r) = ranked.iter().find_map(|c| c.restore.as_ref()) {
+        assume.push(r.why.clone());
+    }
+    for x in assume {
+        let _ = write!(h, "<li>{}</li>", esc(&x));
+    }
+    h.push_str("</ul>");
+    h
+}
+
+/// The warnings of all candidates, each once.
+fn warnings_list(ranked: &[Candidate]) -> String {
+    let mut h = String::new();
+    h.push_str("<h2>Warnings</h2><ul class=\"warn\">");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut any = false;
+    for c in ranked {
+        for w in &c.warnings {
+            if seen.insert(w.clone()) {
+                any = true;
+                let _ = write!(h, "<li>{}</li>", esc(w));
+            }
+        }
+    }
+    if !any {
+        h.push_str("<li>none</li>");
+    }
+    h.push_str("</ul>");
+    h
+}
+
 pub fn html(
     src: &Place,
     places: &[Place],
@@ -477,39 +631,7 @@ pub fn html(
         );
     }
 
-    // Ranked table.
-    h.push_str("<h2>Ranked candidates</h2><table id=\"ranked\"><thead><tr><th>#</th><th>candidate</th><th class=\"n\">move (once)</th><th class=\"n\">storage / month</th><th class=\"n\">reads / month</th><th>read path</th><th class=\"n\">total</th><th>break-even vs stay</th><th class=\"n\">leave later</th></tr></thead><tbody>");
-    for (i, c) in ranked.iter().enumerate() {
-        let k = &c.cost;
-        let be = match (c.kind, c.break_even_month) {
-            (Kind::Stay, _) => "—".to_string(),
-            (Kind::Move, Some(0)) => "at once".to_string(),
-            (Kind::Move, Some(m)) => format!("month {m}"),
-            (Kind::Move, None) if a.reads.is_some() => "never (within the horizon)".to_string(),
-            (Kind::Move, None) => "— (no --compute-at)".to_string(),
-        };
-        let _ = write!(
-            h,
-            "<tr class=\"{}\" data-candidate=\"{}\" data-total=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
-            c.kind.as_str(),
-            esc(&c.destination),
-            money(k.total()),
-            i + 1,
-            esc(&name(c)),
-            k.one_time(),
-            k.storage_per_month,
-            k.reads_per_month,
-            c.reads.as_ref().map_or("—", |p| p.route.as_str()),
-            k.total(),
-            esc(&be),
-            if c.kind == Kind::Stay {
-                "—".to_string()
-            } else {
-                k.exit_egress.to_string()
-            }
-        );
-    }
-    h.push_str("</tbody></table>");
+    h.push_str(&ranked_table(ranked, a));
 
     h.push_str("<h2>What each candidate pays, by item</h2><p class=\"muted\">Totals over the horizon. Each item has its own pattern as well as its own colour.</p>");
     h.push_str(&bars_svg(ranked));
@@ -520,97 +642,11 @@ pub fn html(
     });
     h.push_str(&lines_svg(ranked, a.months));
 
-    // Time and GPU idle.
-    h.push_str("<h2>Transfer time and GPU idle</h2><table id=\"time\"><thead><tr><th>candidate</th><th class=\"n\">time</th><th>bound</th><th class=\"n\">archive restore</th><th class=\"n\">GPU idle</th></tr></thead><tbody>");
-    for c in ranked {
-        let (t, bound, restore) = match c.kind {
-            Kind::Stay => ("—".to_string(), "no move".to_string(), "—".to_string()),
-            Kind::Move => (
-                fmt_duration(c.time.seconds),
-                format!(
-                    "{} at {}",
-                    c.time.bound.as_str(),
-                    fmt_rate_bits(c.time.effective_bandwidth)
-                ),
-                if c.time.restore_seconds.is_zero() {
-                    "—".to_string()
-                } else {
-                    fmt_duration(c.time.restore_seconds)
-                },
-            ),
-        };
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-            esc(&name(c)),
-            esc(&t),
-            esc(&bound),
-            esc(&restore),
-            c.cost.gpu_idle
-        );
-    }
-    h.push_str("</tbody></table>");
+    h.push_str(&time_table(ranked));
 
-    // Assumptions.
-    h.push_str("<h2>Assumptions</h2><ul>");
-    let mut assume = vec![
-        format!("horizon: {} months (30 days each)", a.months),
-        format!(
-            "path bandwidth {}, {} worker(s) with {} NICs, {} objects in flight per worker, {} per stream, {} ms per request, {} key prefix(es)",
-            fmt_rate_bits(a.bandwidth),
-            a.workers,
-            fmt_rate_bits(a.worker_nic),
-            a.concurrency,
-            fmt_rate_bits(a.stream_throughput),
-            a.latency_ms,
-            a.prefixes
-        ),
-        format!("GPU cluster idle cost: {}/hour", a.gpu_hourly),
-        format!(
-            "multipart above {}, parts of {} (raised to each store's limits)",
-            fmt_bytes(a.part_rule.threshold),
-            fmt_bytes(a.part_rule.preferred_part)
-        ),
-        format!(
-            "exit waiver assumed: {}",
-            if a.exit_waiver { "yes" } else { "no" }
-        ),
-    ];
-    match &a.reads {
-        Some(r) => assume.push(format!(
-            "GPUs at {}; {} full reads of the corpus a month, one GET per object per read; reads start after the move; \"stay\" keeps the data at {} and pays no move and no GPU idle",
-            r.compute.canonical(),
-            r.per_month.normalize(),
-            src.canonical()
-        )),
-        None => assume.push(
-            "no --compute-at: reads are not priced and \"stay\" is not ranked".to_string(),
-        ),
-    }
-    if let Some(r) = ranked.iter().find_map(|c| c.restore.as_ref()) {
-        assume.push(r.why.clone());
-    }
-    for x in assume {
-        let _ = write!(h, "<li>{}</li>", esc(&x));
-    }
-    h.push_str("</ul>");
+    h.push_str(&assumptions_list(src, a, ranked));
 
-    // Warnings, each once.
-    h.push_str("<h2>Warnings</h2><ul class=\"warn\">");
-    let mut seen = std::collections::BTreeSet::new();
-    let mut any = false;
-    for c in ranked {
-        for w in &c.warnings {
-            if seen.insert(w.clone()) {
-                any = true;
-                let _ = write!(h, "<li>{}</li>", esc(w));
-            }
-        }
-    }
-    if !any {
-        h.push_str("<li>none</li>");
-    }
-    h.push_str("</ul>");
+    h.push_str(&warnings_list(ranked));
 
     h.push_str("<h2>Price sources and dates</h2><table id=\"sources\"><thead><tr><th>provider</th><th>price</th><th>source</th><th>as of</th></tr></thead><tbody>");
     h.push_str(&price_sources(places));

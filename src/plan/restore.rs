@@ -8,7 +8,7 @@
 //! not known, the class's `restore_hours` (or 12 h) is assumed and the plan says so.
 
 use super::corpus::Corpus;
-use super::model::gb;
+use super::price::gb;
 use crate::catalog::{Place, RESTORE_TIERS, RestoreTier, StorageClass};
 use crate::money::Usd;
 use rust_decimal::Decimal;
