@@ -169,7 +169,9 @@ impl PlanOutcome<'_> {
 /// assert_eq!(out.ranked.len(), 2);
 /// let best = &out.ranked[0];
 /// assert!(best.cost.total() <= out.ranked[1].cost.total());
-/// println!("{}: {} over 12 months", best.resolved, best.cost.total());
+/// assert_eq!(best.kind, moverctl::plan::model::Kind::Move);
+/// let summary = format!("{}: {} over 12 months", best.resolved, best.cost.total());
+/// assert!(summary.starts_with(&best.resolved));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn plan<'c>(
