@@ -431,13 +431,7 @@ pub(super) fn resolve(
 }
 
 pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<Exit, CliError> {
-    let one = super::single::detect(&args.src, &args.dst, remotes);
-    let (mut src, mut dst) = match &one {
-        Some(o) => o.open(remotes)?,
-        None => Store::open_pair(&args.src, &args.dst, remotes)?,
-    };
-    super::stores::refine_caps(catalog, &mut src);
-    super::stores::refine_caps(catalog, &mut dst);
+    let (src, mut dst) = crate::job::copy::open_pair(catalog, &args.src, &args.dst, remotes)?;
     super::stores::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, None)?;
     r.quiet = args.quiet;
@@ -466,9 +460,7 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
                 args.plan.display()
             ))
         })?;
-    let (mut src, mut dst) = Store::open_pair(&src_loc, &dst_loc, remotes)?;
-    super::stores::refine_caps(catalog, &mut src);
-    super::stores::refine_caps(catalog, &mut dst);
+    let (mut src, mut dst) = crate::job::trust::open_pair(catalog, &src_loc, &dst_loc, remotes)?;
     let shard = super::shard_cmd::for_exec(
         &plan,
         args.shard.as_deref(),

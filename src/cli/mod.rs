@@ -17,7 +17,6 @@ mod progress;
 mod providers_cmd;
 mod remote_check;
 mod shard_cmd;
-mod single;
 mod status_cmd;
 pub mod stores;
 mod sync_cmd;

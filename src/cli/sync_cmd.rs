@@ -92,9 +92,7 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
     if let Some(u) = &args.metrics_push {
         super::metrics::check_push_url(u)?;
     }
-    let (mut src, mut dst) = Store::open_pair(&args.src, &args.dst, remotes)?;
-    super::stores::refine_caps(catalog, &mut src);
-    super::stores::refine_caps(catalog, &mut dst);
+    let (src, mut dst) = crate::job::trust::open_pair(catalog, &args.src, &args.dst, remotes)?;
     let max_delete =
         MaxDelete::parse(&args.max_delete).map_err(|m| usage(format!("--max-delete: {m}")))?;
 

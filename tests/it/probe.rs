@@ -345,7 +345,7 @@ fn moto_accepts_wrong_digests_and_the_probe_says_so() {
     let report: ProbeReport =
         serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     let mut caps = Capabilities::for_kind(Kind::S3);
-    moverctl::cli::stores::apply_probe(&mut caps, &report);
+    moverctl::job::trust::apply_probe(&mut caps, &report);
     assert!(!caps.checks_content_md5, "{caps:?}");
     assert!(caps.put_etag_is_md5 && caps.keeps_metadata, "{caps:?}");
 }
@@ -388,7 +388,7 @@ async fn capabilities_agree_with_what_the_probe_measures() {
             // the difference, and a saved probe of such a store turns the ETag comparison off.
             assert_eq!(measured("single_part_etag_md5"), Status::No, "{loc}");
             let mut refined = caps.clone();
-            moverctl::cli::stores::apply_probe(&mut refined, &r);
+            moverctl::job::trust::apply_probe(&mut refined, &r);
             assert!(!refined.put_etag_is_md5 && !refined.multipart_etag_is_md5_of_parts);
         } else if caps.pins_reads {
             check(caps.put_etag_is_md5, "single_part_etag_md5");
@@ -403,7 +403,7 @@ async fn capabilities_agree_with_what_the_probe_measures() {
         // Refining with the measurement changes nothing else on these servers.
         if store.kind != Kind::Gcs {
             let mut refined = caps.clone();
-            moverctl::cli::stores::apply_probe(&mut refined, &r);
+            moverctl::job::trust::apply_probe(&mut refined, &r);
             assert_eq!(&refined, caps, "{loc}");
         }
     }

@@ -22,13 +22,13 @@ pub struct Single {
 impl Single {
     /// Opens both folders. The folder-overlap refusal does not apply (a file may be copied
     /// beside itself, as `cp` does); copying a file onto itself is refused.
-    pub fn open(&self, remotes: &Remotes) -> Result<(Store, Store), super::CliError> {
+    pub fn open(&self, remotes: &Remotes) -> Result<(Store, Store), crate::job::JobError> {
         let mut src = Store::open(&self.src_dir, remotes)?;
         let mut dst = Store::open_destination(&self.dst_dir, remotes)?;
         if let (Some(a), Some(b)) = (&src.local_root, &dst.local_root)
             && a.join(&self.src_key) == b.join(&self.dst_key)
         {
-            return Err(super::CliError::Usage(format!(
+            return Err(crate::job::JobError::Usage(format!(
                 "{} and {} are the same file",
                 a.join(&self.src_key).display(),
                 b.join(&self.dst_key).display()
