@@ -6,9 +6,9 @@ use crate::job::JobError;
 use crate::plan::corpus::{Corpus, CorpusBuilder, InventoryFormat};
 use crate::plan::file::{PlanFile, ShardRange, Shards};
 use crate::shard::{PlannedRange, Sketch};
+use crate::store::Store;
 use crate::store::config::Remotes;
 use crate::store::list::{Listed, list};
-use crate::store::{Kind, Store};
 use futures::StreamExt;
 use std::cell::RefCell;
 use std::path::Path;
@@ -121,7 +121,7 @@ pub fn split(
     }
     let remotes = Remotes::load(config)?;
     let store = Store::open(src, &remotes)?;
-    let hint = credentials_hint(&store);
+    let hint = crate::job::trust::credentials_hint(&[&store]);
     let rt = super::super::runtime()?;
     let corpus = rt
         .block_on(async {
@@ -143,32 +143,6 @@ pub fn split(
         .map_err(|e| e.naming_credentials(&hint))?;
     let ranges = sketch.borrow().split(shards);
     Ok(Split { corpus, ranges })
-}
-
-/// The credentials a store uses and how to fix them, for an error that says they were refused
-/// (the same words as `cli::stores::credentials_hint` gives for one store).
-fn credentials_hint(s: &Store) -> String {
-    if matches!(s.kind, Kind::Local | Kind::Memory) {
-        return String::new();
-    }
-    let fix = match s.kind {
-        Kind::S3 => s
-            .aws_credentials
-            .as_ref()
-            .map(|c| c.explain().fix.clone())
-            .unwrap_or_default(),
-        Kind::Azure => crate::store::creds::azure_fix(&s.credentials).to_string(),
-        Kind::Gcs if s.credentials.contains("application-default") => {
-            "run `gcloud auth application-default login`".to_string()
-        }
-        _ => String::new(),
-    };
-    let part = if fix.is_empty() {
-        format!("{} from {}", s.shown(), s.credentials)
-    } else {
-        format!("{} from {} (to fix: {fix})", s.shown(), s.credentials)
-    };
-    format!("credentials in use: {part}")
 }
 
 /// The `[shards]` table of a plan built with the split's `ranges`.
