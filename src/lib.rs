@@ -30,6 +30,7 @@ pub mod cli;
 pub mod exit;
 pub mod job;
 pub mod journal;
+pub mod json;
 pub mod limit;
 pub mod lock;
 pub mod money;

@@ -1,25 +1,22 @@
 //! `moverctl copy SRC DST` and `moverctl exec PLAN`: the copy engine with flags resolved once.
 
 use super::CliError;
-use super::copy_summary::{
-    against_plan, credentials_refused, event_json, summary_json, summary_text,
-};
+use super::copy_summary::{credentials_refused, event_json, summary_json, summary_text};
 use super::exit::Exit;
 use super::progress::{Display, Progress};
 use crate::catalog::parts::{DEFAULT_MULTIPART_THRESHOLD, DEFAULT_PART_SIZE, MIB, PartRule};
 use crate::catalog::{Catalog, Limits as StoreLimits};
-use crate::journal::{self, Journal};
+use crate::journal;
 use crate::limit::Limits;
 use crate::plan::file::PlanFile;
 use crate::store::Store;
 use crate::store::config::Remotes;
-use crate::transfer::{CopyOptions, Run, Verify};
+use crate::transfer::{CopyOptions, Verify};
 use crate::units::{fmt_bytes, parse_bytes};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 #[derive(Debug, Args, Clone)]
 pub struct EngineArgs {
@@ -440,28 +437,18 @@ pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<
 
 pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<Exit, CliError> {
     let plan = PlanFile::load(&args.plan)?;
-    let src_loc = args
-        .src
-        .clone()
-        .or_else(|| plan.source.location.clone())
-        .ok_or_else(|| {
+    let located = |given: &Option<String>, planned: &Option<String>, side: &str, flag: &str| {
+        given.clone().or_else(|| planned.clone()).ok_or_else(|| {
             usage(format!(
-                "{} has no source location: pass --src LOCATION",
+                "{} has no {side} location: pass --{flag} LOCATION",
                 args.plan.display()
             ))
-        })?;
-    let dst_loc = args
-        .dst
-        .clone()
-        .or_else(|| plan.destination.location.clone())
-        .ok_or_else(|| {
-            usage(format!(
-                "{} has no destination location: pass --dst LOCATION",
-                args.plan.display()
-            ))
-        })?;
+        })
+    };
+    let src_loc = located(&args.src, &plan.source.location, "source", "src")?;
+    let dst_loc = located(&args.dst, &plan.destination.location, "destination", "dst")?;
     let (mut src, mut dst) = crate::job::trust::open_pair(catalog, &src_loc, &dst_loc, remotes)?;
-    let shard = super::shard_cmd::for_exec(
+    let shard = crate::job::shard::for_exec(
         &plan,
         args.shard.as_deref(),
         args.progress.as_deref(),
@@ -485,254 +472,91 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
     drive(src, dst, r, Some(&plan), catalog, shard)
 }
 
+/// What copy and exec show while they run: the progress display, each object's line with
+/// --json, and what a dry run would copy.
+struct Shown<'a> {
+    progress: &'a Progress,
+    json: bool,
+    dry_run: bool,
+}
+
+impl crate::job::Observer for Shown<'_> {
+    fn event(&self, ev: &crate::transfer::Event) {
+        self.progress.event(ev);
+        if self.json {
+            let line = event_json(ev, super::json::COPY);
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        } else if self.dry_run
+            && let crate::transfer::Event::WouldCopy { key, bytes, reason } = ev
+        {
+            // A dry run lists what it would copy, and why, on stdout (the skipped ones are
+            // counted by reason in the summary).
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "would copy   {key}  ({}, {reason})",
+                fmt_bytes(*bytes)
+            );
+        }
+    }
+
+    fn note(&self, message: &str) {
+        super::log::above_bar(&format!("moverctl: {message}"));
+    }
+
+    fn stale_lock(&self, message: &str) {
+        if !self.json {
+            eprintln!("moverctl: {message}");
+        }
+    }
+}
+
 fn drive(
     src: Store,
     dst: Store,
     r: Resolved,
     plan: Option<&PlanFile>,
     catalog: &Catalog,
-    shard: Option<super::shard_cmd::ShardRun>,
+    shard: Option<crate::job::shard::ShardRun>,
 ) -> Result<Exit, CliError> {
-    let rt = super::runtime()?;
-    let tag = shard.as_ref().map(|s| s.tag()).unwrap_or_default();
-    let hint = super::stores::credentials_hint(&[&src, &dst]);
-    // One run of a pair at a time (copy, exec and sync share the lock; a dry run takes none).
-    let _lock = if r.opts.dry_run {
-        None
-    } else {
-        let path = crate::lock::default_path(&src.identity, &format!("{}{tag}", dst.identity));
-        let what = format!("copy {} {}", src.shown(), dst.shown());
-        let (l, stale) = crate::lock::RunLock::acquire(&path, &what)?;
-        if let Some(note) = stale
-            && !r.json
-        {
-            eprintln!("moverctl: {note}");
-        }
-        Some(l)
+    let (src_shown, dst_shown) = (src.shown(), dst.shown());
+    let sharded = shard.is_some();
+    // --quiet: no bar and no stats line either.
+    let display = match r.quiet {
+        true => Display {
+            bar: false,
+            stats: None,
+            ..r.display.clone()
+        },
+        false => r.display.clone(),
     };
-    let mut journal = if r.opts.dry_run {
-        None
-    } else {
-        Some(Journal::open_pair(&r.journal_path, &src, &dst)?)
+    let progress = Progress::new(display, r.opts.counters.clone().unwrap_or_default());
+    let shown = Shown {
+        progress: &progress,
+        json: r.json,
+        dry_run: r.opts.dry_run,
     };
-    // A shard rebuilds its journal from its progress records and writes them as it goes.
-    let shard_start = match (&shard, journal.as_mut()) {
-        (Some(s), Some(j)) => {
-            let status = rt.block_on(s.start(j))?;
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            j.tap(tx);
-            Some((status, rx))
-        }
-        _ => None,
+    let job = crate::job::copy::CopyJob {
+        opts: r.opts.clone(),
+        limits: r.limits.clone(),
+        journal_path: r.journal_path.clone(),
+        plan,
+        shard,
     };
-    let src_shown = src.shown();
-    let dst_shown = dst.shown();
-    let unprobed = super::stores::unprobed_s3(catalog, &dst);
-    let json = r.json;
-    let dry_run = r.opts.dry_run;
-    let stop = Arc::new(AtomicBool::new(false));
-    // A shard whose progress location cannot be written stops the run through the same flag.
-    let writer_stop = stop.clone();
-    let report = rt.block_on(async {
-        super::stop_on_ctrl_c(
-            stop.clone(),
-            "stopping: no new object starts; the objects in flight finish and are journaled",
-            r.opts.counters.clone(),
-        );
-        let progress = Progress::new(
-            if r.quiet {
-                // --quiet: no bar and no stats line either.
-                super::progress::Display {
-                    bar: false,
-                    stats: None,
-                    ..r.display.clone()
-                }
-            } else {
-                r.display.clone()
-            },
-            r.opts.counters.clone().unwrap_or_default(),
-        );
-        // Two listed MD5 ETags that differ prove a change, whatever moverctl metadata on the
-        // destination says (and two equal ones prove equal content): copy decides as sync does.
-        let policy = crate::transfer::diff::JoinPolicy {
-            dest_only: false,
-            compare_md5_etags: src.caps.put_etag_is_md5 && dst.caps.put_etag_is_md5,
-        };
-        let run = Run {
-            src,
-            dst,
-            opts: r.opts.clone(),
-            limits: r.limits.clone(),
-            journal,
-            stop,
-        };
-        let out = std::io::stdout();
-        let writer = async {
-            match (&shard, shard_start) {
-                (Some(s), Some((status, rx))) => Some(
-                    crate::transfer::progress_store::write_as_it_goes(
-                        &s.progress,
-                        rx,
-                        status,
-                        &writer_stop,
-                    )
-                    .await,
-                ),
-                _ => None,
-            }
-        };
-        let running = run.run_with(
-            policy,
-            |ev| {
-                progress.event(ev);
-                if json {
-                    let line = event_json(ev, super::json::COPY);
-                    let mut o = out.lock();
-                    let _ = writeln!(o, "{line}");
-                } else if dry_run
-                    && let crate::transfer::Event::WouldCopy { key, bytes, reason } = ev
-                {
-                    // A dry run lists what it would copy, and why, on stdout (the skipped
-                    // ones are counted by reason in the summary).
-                    let mut o = out.lock();
-                    let _ = writeln!(o, "would copy   {key}  ({}, {reason})", fmt_bytes(*bytes));
-                }
-            },
-            |_| Ok(()),
-        );
-        let (res, written) = tokio::join!(running, writer);
-        progress.finish();
-        (res, written)
-    });
-    let (report, written) = report;
-    let report = match report {
-        Ok(r) => r,
-        Err(e) => {
-            // The shard's record says it failed (when the location can be written at all).
-            if let (Some(s), Some((w, mut status))) = (&shard, written)
-                && w.unwritable.is_none()
-            {
-                status.state = "failed".into();
-                if let Err(e) = rt.block_on(s.progress.write_status(&status)) {
-                    tracing::warn!("shard {}: {e}", s.id);
-                }
-            }
-            return Err(CliError::from(e).naming_credentials(&hint));
-        }
-    };
-    let vs = plan.and_then(|p| against_plan(&report, p, catalog));
-    let mut exit = Exit::of_run(&report, None);
-    // A shard's last record, then the shard and the whole move set against the plan.
-    let mut stopped: Option<CliError> = None;
-    let mut shard_view = None;
-    if let (Some(s), Some(p), Some((w, mut status))) = (&shard, plan, written) {
-        let journaled = |missing: u64| Some((w.verified, missing, r.journal_path.as_path()));
-        if let Some(cause) = w.unwritable.clone() {
-            stopped = Some(s.unwritable(cause, journaled(w.unwritten)));
-        } else {
-            // At the end every object of the range is accounted for: copied and verified now,
-            // or found verified (by the journal or by a check) and skipped.
-            if !report.interrupted {
-                status.objects_done = report.copied + report.skipped;
-                status.bytes_done = report.copied_bytes + report.skipped_bytes;
-            }
-            // A run with nothing failed that found much less than the plan is not done.
-            let short = (exit == Exit::Success)
-                .then(|| {
-                    super::shard_cmd::shortfall(
-                        (status.objects_done, status.bytes_done),
-                        (status.planned_objects, status.planned_bytes),
-                    )
-                })
-                .flatten();
-            status.state = match (&short, exit) {
-                (Some(m), _) => {
-                    eprintln!("moverctl: shard {}: {m}", s.id);
-                    exit = Exit::Incomplete;
-                    "incomplete"
-                }
-                (None, Exit::Success) => "done",
-                _ => "failed",
-            }
-            .into();
-            let cost = vs.as_ref().map(|v| v.actual()).unwrap_or_default();
-            let items: Vec<(&str, crate::money::Usd)> = super::shard_cmd::COST_ITEMS
-                .iter()
-                .copied()
-                .zip(cost)
-                .collect();
-            status.add_cost(&items);
-            let this_run = super::shard_cmd::Figures {
-                objects: report.copied + report.skipped,
-                bytes: report.copied_bytes + report.skipped_bytes,
-                seconds: rust_decimal::Decimal::from(report.elapsed.as_millis() as u64)
-                    / rust_decimal::Decimal::from(1000),
-                cost,
-            };
-            match rt.block_on(s.progress.write_status(&status)) {
-                Err(e) => {
-                    // Every segment was written; only the last record was not.
-                    stopped = Some(s.unwritable(super::shard_cmd::cause_of(e), journaled(0)));
-                }
-                Ok(()) => {
-                    let records = match rt.block_on(s.records(s.id.count)) {
-                        Ok(r) => Some(r),
-                        Err(e) => {
-                            tracing::warn!(
-                                "shard {}: the shards' records could not be read for the whole move: {e}",
-                                s.id
-                            );
-                            None
-                        }
-                    };
-                    shard_view = Some(s.against_plan(p, &status, &this_run, records.as_deref()));
-                }
-            }
-        }
+    let outcome = crate::job::copy::run(catalog, src, dst, job, &shown);
+    progress.finish();
+    let mut out = outcome?;
+    if let Some(e) = &out.stopped {
+        out.exit = e.exit();
     }
-    if let Some(e) = &stopped {
-        exit = e.exit();
-    }
-    if r.quiet && exit == Exit::Success && !json {
-        // Silent on success.
-    } else if json {
-        let ids = super::copy_summary::RunIds {
-            command: if plan.is_some() { "exec" } else { "copy" },
-            source: &src_shown,
-            destination: &dst_shown,
-            journal: &r.journal_path,
-            exit,
-        };
-        let mut v: serde_json::Value =
-            serde_json::from_str(&summary_json(&report, plan, &ids)).expect("valid JSON");
-        if let Some(vs) = &vs {
-            v["plan"] = vs.json();
-        }
-        if let Some((j, _)) = &shard_view {
-            v["shard"] = j.clone();
-        }
-        println!("{v}");
-    } else {
-        eprint!(
-            "{}",
-            summary_text(&report, &src_shown, &dst_shown, &r, plan)
-        );
-        match (&shard_view, &vs) {
-            (Some((_, text)), _) => eprint!("{text}"),
-            // A shard's run is set against its own part of the plan, above; the whole plan
-            // against one shard would mislead.
-            (None, Some(_)) if shard.is_some() => {}
-            (None, Some(vs)) => eprint!("{}", vs.text()),
-            (None, None) => {}
-        }
-    }
-    if let Some(e) = stopped {
+    present(&out, &r, plan, sharded, (&src_shown, &dst_shown));
+    if let Some(e) = out.stopped {
         return Err(e);
     }
-    if !json
+    let report = &out.report;
+    if !r.json
         && !r.quiet
         && let Some(h) = super::stores::crc_probe_hint(
-            unprobed.as_deref(),
+            out.unprobed.as_deref(),
             &report.verified_by,
             report.written_bytes,
             r.opts.verify,
@@ -740,8 +564,52 @@ fn drive(
     {
         eprintln!("{h}");
     }
-    if let Some(m) = credentials_refused(&report, &src_shown, &dst_shown, &hint) {
+    if let Some(m) = credentials_refused(report, &src_shown, &dst_shown, &out.credentials_hint) {
         eprintln!("moverctl: error: {m}");
     }
-    Ok(exit)
+    Ok(out.exit)
+}
+
+/// The summary of a copy or exec run: one JSON object, or the text summary on stderr (nothing
+/// with --quiet when all went well), with the run against its plan or its shard's part of it.
+fn present(
+    out: &crate::job::copy::CopyOutcome,
+    r: &Resolved,
+    plan: Option<&PlanFile>,
+    sharded: bool,
+    (src_shown, dst_shown): (&str, &str),
+) {
+    if r.quiet && out.exit == Exit::Success && !r.json {
+        // Silent on success.
+    } else if r.json {
+        let ids = super::copy_summary::RunIds {
+            command: if plan.is_some() { "exec" } else { "copy" },
+            source: src_shown,
+            destination: dst_shown,
+            journal: &r.journal_path,
+            exit: out.exit,
+        };
+        let mut v: serde_json::Value =
+            serde_json::from_str(&summary_json(&out.report, plan, &ids)).expect("valid JSON");
+        if let Some(vs) = &out.vs_plan {
+            v["plan"] = vs.json();
+        }
+        if let Some(view) = &out.shard {
+            v["shard"] = view.json();
+        }
+        println!("{v}");
+    } else {
+        eprint!(
+            "{}",
+            summary_text(&out.report, src_shown, dst_shown, r, plan)
+        );
+        match (&out.shard, &out.vs_plan) {
+            (Some(view), _) => eprint!("{}", super::shard_cmd::shard_text(view)),
+            // A shard's run is set against its own part of the plan, above; the whole plan
+            // against one shard would mislead.
+            (None, Some(_)) if sharded => {}
+            (None, Some(vs)) => eprint!("{}", super::copy_summary::vs_plan_text(vs)),
+            (None, None) => {}
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! lines, and the run set against its plan.
 
 use super::copy_cmd::Resolved;
-use crate::catalog::Catalog;
+use crate::job::pricing::VsPlan;
 use crate::plan::file::PlanFile;
 use crate::transfer::{Event, Report};
 use crate::units::{fmt_bytes, fmt_duration};
@@ -306,112 +306,34 @@ pub(super) fn summary_text(
     out
 }
 
-/// This run's requests and bytes priced with the catalog, beside what the plan predicted.
-pub(super) struct VsPlan {
-    predicted_seconds: Decimal,
-    seconds: Decimal,
-    predicted: [(String, Decimal); 3],
-    actual: [(String, crate::money::Usd); 3],
-    corpus_bytes: u64,
-    /// Bytes that left the source in this run (through this machine or read by the destination
-    /// service).
-    run_bytes: u64,
-    /// Of them, read through this machine.
-    read_bytes: u64,
-    catalog_changed: bool,
-}
-
-pub(super) fn against_plan(r: &Report, p: &PlanFile, catalog: &Catalog) -> Option<VsPlan> {
-    use crate::catalog::Place;
-    use crate::plan::model::price_ledger;
-    let src = Place::resolve(catalog, &p.source.place).ok()?;
-    let dst = Place::resolve(catalog, &p.destination.place).ok()?;
-    let ledger = r.ledger();
-    let (egress, sreq, dreq) = price_ledger(&src, &dst, &ledger, p.corpus.bytes);
-    let pick = |k: &str| {
-        p.prediction
-            .cost
-            .get(k)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_default()
-    };
-    let ids = [src.provider_id(), dst.provider_id()];
-    Some(VsPlan {
-        predicted_seconds: p.prediction.seconds.parse().unwrap_or_default(),
-        seconds: Decimal::from_f64_retain(r.elapsed.as_secs_f64())
-            .unwrap_or_default()
-            .round_dp(3),
-        predicted: [
-            ("egress".into(), pick("egress")),
-            ("source_requests".into(), pick("source_requests")),
-            ("destination_requests".into(), pick("destination_requests")),
-        ],
-        actual: [
-            ("egress".into(), egress),
-            ("source_requests".into(), sreq),
-            ("destination_requests".into(), dreq),
-        ],
-        corpus_bytes: p.corpus.bytes,
-        run_bytes: ledger.bytes_moved,
-        read_bytes: r.read_bytes,
-        catalog_changed: catalog.digest_of(ids) != p.catalog.digest,
-    })
-}
-
-impl VsPlan {
-    /// This run's cost lines: egress, source requests, destination requests
-    /// (`shard_cmd::COST_ITEMS`'s order).
-    pub(super) fn actual(&self) -> [crate::money::Usd; 3] {
-        [self.actual[0].1, self.actual[1].1, self.actual[2].1]
-    }
-
-    pub(super) fn json(&self) -> serde_json::Value {
-        let mut predicted = serde_json::Map::new();
-        let mut actual = serde_json::Map::new();
-        for ((k, v), (_, a)) in self.predicted.iter().zip(&self.actual) {
-            predicted.insert(k.clone(), crate::money::Usd(*v).to_json());
-            actual.insert(k.clone(), a.to_json());
-        }
-        serde_json::json!({
-            "predicted_seconds": self.predicted_seconds.to_string().parse::<f64>().unwrap_or(0.0),
-            "seconds": self.seconds.to_string().parse::<f64>().unwrap_or(0.0),
-            "predicted_cost": predicted,
-            "actual_cost": actual,
-            "corpus_bytes": self.corpus_bytes,
-            "bytes_read": self.read_bytes,
-            "bytes_moved": self.run_bytes,
-            "catalog_changed": self.catalog_changed,
-        })
-    }
-
-    pub(super) fn text(&self) -> String {
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED)
-            .set_content_arrangement(ContentArrangement::Dynamic);
-        t.set_header(vec!["", "plan (whole corpus)", "this run"]);
+/// A run against its plan, as the table after the summary.
+pub(super) fn vs_plan_text(v: &VsPlan) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    t.set_header(vec!["", "plan (whole corpus)", "this run"]);
+    t.add_row(vec![
+        "time".to_string(),
+        fmt_duration(v.predicted_seconds),
+        fmt_duration(v.seconds),
+    ]);
+    t.add_row(vec![
+        "bytes".to_string(),
+        fmt_bytes(v.corpus_bytes),
+        fmt_bytes(v.run_bytes),
+    ]);
+    for ((k, planned), (_, a)) in v.predicted.iter().zip(&v.actual) {
         t.add_row(vec![
-            "time".to_string(),
-            fmt_duration(self.predicted_seconds),
-            fmt_duration(self.seconds),
+            k.replace('_', " "),
+            crate::money::Usd(*planned).to_string(),
+            a.to_string(),
         ]);
-        t.add_row(vec![
-            "bytes".to_string(),
-            fmt_bytes(self.corpus_bytes),
-            fmt_bytes(self.run_bytes),
-        ]);
-        for ((k, v), (_, a)) in self.predicted.iter().zip(&self.actual) {
-            t.add_row(vec![
-                k.replace('_', " "),
-                crate::money::Usd(*v).to_string(),
-                a.to_string(),
-            ]);
-        }
-        let mut out = format!("\nAgainst the plan (this run priced with the same catalog):\n{t}\n");
-        if self.catalog_changed {
-            out.push_str("! the price catalog changed since the plan was made; this run is priced with today's catalog\n");
-        }
-        out
     }
+    let mut out = format!("\nAgainst the plan (this run priced with the same catalog):\n{t}\n");
+    if v.catalog_changed {
+        out.push_str("! the price catalog changed since the plan was made; this run is priced with today's catalog\n");
+    }
+    out
 }
 
 /// The summary's line on unverified objects (exit 9), naming up to 20.

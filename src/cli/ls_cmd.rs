@@ -2,12 +2,10 @@
 
 use super::CliError;
 use super::json::{LS, stamp};
-use crate::store::Store;
 use crate::store::config::Remotes;
-use crate::store::list::{Listed, list};
+use crate::store::list::Listed;
 use crate::units::fmt_bytes;
 use clap::Args;
-use futures::StreamExt;
 use std::io::Write;
 
 #[derive(Debug, Args)]
@@ -20,87 +18,70 @@ pub struct LsArgs {
 }
 
 pub fn run(remotes: &Remotes, args: LsArgs) -> Result<super::exit::Exit, CliError> {
-    let store = Store::open(&args.location, remotes)?;
-    let hint = super::stores::credentials_hint(&[&store]);
-    let rt = super::runtime()?;
-    let listed = rt.block_on(async move {
-        let mut stream = list(&store);
-        let out = std::io::stdout();
-        let mut out = std::io::BufWriter::new(out.lock());
-        let (mut objects, mut bytes, mut refused) = (0u64, 0u64, 0u64);
-        while let Some(item) = stream.next().await {
-            match item? {
-                Listed::Object(e) => {
-                    objects += 1;
-                    bytes += e.size;
-                    let line = if args.json {
-                        stamp(
-                            LS,
-                            serde_json::json!({
-                                "event": "object", "key": e.key, "bytes": e.size,
-                                "last_modified": e.last_modified.to_rfc3339(), "etag": e.e_tag,
-                            }),
-                        )
-                        .to_string()
-                    } else {
-                        format!(
-                            "{:>14}  {}  {}",
-                            e.size,
-                            e.last_modified.format("%Y-%m-%d %H:%M:%S"),
-                            e.key
-                        )
-                    };
-                    writeln!(out, "{line}").map_err(io_err)?;
-                }
-                Listed::Refused { key, reason } => {
-                    refused += 1;
-                    if args.json {
-                        writeln!(
-                            out,
-                            "{}",
-                            stamp(
-                                LS,
-                                serde_json::json!({"event": "refused", "key": key, "reason": reason})
-                            )
-                        )
-                        .map_err(io_err)?;
-                    }
-                    eprintln!("moverctl: cannot handle key {key:?}: {reason}");
-                }
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    let n = crate::job::inspect::ls(remotes, &args.location, |item| {
+        line(&mut out, item, args.json)
+    })?;
+    if args.json {
+        let summary = serde_json::json!({"event": "summary", "objects": n.objects, "bytes": n.bytes,
+                                         "refused": {"objects": n.refused}});
+        writeln!(out, "{}", stamp(LS, summary)).map_err(io_err)?;
+    } else {
+        writeln!(
+            out,
+            "{} objects, {} ({} bytes){}",
+            n.objects,
+            fmt_bytes(n.bytes),
+            n.bytes,
+            if n.refused > 0 {
+                format!(", {} keys refused", n.refused)
+            } else {
+                String::new()
             }
-        }
-        if args.json {
-            writeln!(
-                out,
-                "{}",
+        )
+        .map_err(io_err)?;
+    }
+    out.flush().map_err(io_err)?;
+    Ok(if n.refused > 0 {
+        super::exit::Exit::Partial
+    } else {
+        super::exit::Exit::Success
+    })
+}
+
+/// One entry of the listing: a line on stdout (a refused key also on stderr).
+fn line(out: &mut impl Write, item: &Listed, json: bool) -> Result<(), CliError> {
+    match item {
+        Listed::Object(e) => {
+            let line = if json {
                 stamp(
                     LS,
-                    serde_json::json!({"event": "summary", "objects": objects, "bytes": bytes,
-                                       "refused": {"objects": refused}})
+                    serde_json::json!({
+                        "event": "object", "key": e.key, "bytes": e.size,
+                        "last_modified": e.last_modified.to_rfc3339(), "etag": e.e_tag,
+                    }),
                 )
-            )
-            .map_err(io_err)?;
-        } else {
-            writeln!(
-                out,
-                "{objects} objects, {} ({bytes} bytes){}",
-                fmt_bytes(bytes),
-                if refused > 0 {
-                    format!(", {refused} keys refused")
-                } else {
-                    String::new()
-                }
-            )
-            .map_err(io_err)?;
+                .to_string()
+            } else {
+                format!(
+                    "{:>14}  {}  {}",
+                    e.size,
+                    e.last_modified.format("%Y-%m-%d %H:%M:%S"),
+                    e.key
+                )
+            };
+            writeln!(out, "{line}").map_err(io_err)?;
         }
-        out.flush().map_err(io_err)?;
-        Ok(if refused > 0 {
-            super::exit::Exit::Partial
-        } else {
-            super::exit::Exit::Success
-        })
-    });
-    listed.map_err(|e: CliError| e.naming_credentials(&hint))
+        Listed::Refused { key, reason } => {
+            if json {
+                let v = serde_json::json!({"event": "refused", "key": key, "reason": reason});
+                writeln!(out, "{}", stamp(LS, v)).map_err(io_err)?;
+            }
+            eprintln!("moverctl: cannot handle key {key:?}: {reason}");
+        }
+    }
+    Ok(())
 }
 
 fn io_err(e: std::io::Error) -> CliError {

@@ -187,7 +187,7 @@ impl Metrics {
             CliError::Failure(format!("--metrics-file {}: {e}", self.path.display()))
         })?;
         if let Some(url) = &self.push
-            && let Err(e) = push(url, text)
+            && let Err(e) = crate::job::sync::push_metrics(url, text)
         {
             // The run's own outcome stands; a stale push is what the staleness alert catches.
             eprintln!("moverctl: warning: --metrics-push: {e}");
@@ -214,31 +214,6 @@ pub(super) fn check_push_url(u: &str) -> Result<(), CliError> {
         )));
     }
     Ok(())
-}
-
-/// PUT replaces the whole group at the Pushgateway with this run's metrics.
-fn push(url: &str, text: String) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    rt.block_on(async {
-        let res = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|e| e.to_string())?
-            .put(url)
-            .header("Content-Type", "text/plain; version=0.0.4")
-            .body(text)
-            .send()
-            .await
-            .map_err(|e| format!("{url}: {e}"))?;
-        if res.status().is_success() {
-            Ok(())
-        } else {
-            Err(format!("the Pushgateway answered {}", res.status()))
-        }
-    })
 }
 
 /// Write to a temporary file in the same folder, then rename over the target: a reader (the

@@ -5,7 +5,7 @@ mod copy_cmd;
 mod copy_summary;
 mod docs_cmd;
 pub use crate::exit;
-pub mod json;
+pub use crate::json;
 pub mod log;
 mod ls_cmd;
 mod metrics;
@@ -123,42 +123,6 @@ pub enum ProvidersAction {
 }
 
 pub use crate::job::JobError as CliError;
-
-/// On the first Ctrl-C, says `message` (on a line the progress bar cannot overwrite, with the
-/// large objects being finished when `counters` knows them) and sets `stop` (objects in flight
-/// finish and are journaled); on the second, exits at once with 130. Call inside the runtime.
-pub fn stop_on_ctrl_c(
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    message: &'static str,
-    counters: Option<std::sync::Arc<crate::transfer::Counters>>,
-) {
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            let finishing = counters
-                .and_then(|c| {
-                    let m = c.in_flight.lock().ok()?;
-                    (!m.is_empty()).then(|| {
-                        let keys: Vec<&str> = m.keys().take(3).map(String::as_str).collect();
-                        format!(
-                            "; finishing {} large object{} in flight ({}{})",
-                            m.len(),
-                            if m.len() == 1 { "" } else { "s" },
-                            keys.join(", "),
-                            if m.len() > 3 { ", …" } else { "" }
-                        )
-                    })
-                })
-                .unwrap_or_default();
-            log::above_bar(&format!(
-                "moverctl: {message}{finishing} (Ctrl-C again to abort now)"
-            ));
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
-}
 
 pub use crate::job::runtime;
 

@@ -5,11 +5,9 @@
 use super::CliError;
 use super::exit::Exit;
 use crate::probe::{self, ProbeOpts};
-use crate::store::Store;
 use crate::store::config::Remotes;
 use crate::units::parse_bytes;
 use clap::Args;
-use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct ProbeArgs {
@@ -34,30 +32,12 @@ pub struct ProbeArgs {
     pub no_save: bool,
 }
 
-/// Whether the store is served from this machine: a local folder, or an endpoint whose host is a
-/// loopback address (`127.0.0.0/8`, `::1`, `localhost`). Only the remote's own endpoint is read.
-fn on_this_machine(store: &Store, remotes: &Remotes) -> bool {
-    use crate::store::location::Location;
-    let remote = match &store.location {
-        Location::Local { .. } | Location::Memory { .. } => return true,
-        Location::S3 { remote, .. }
-        | Location::Gcs { remote, .. }
-        | Location::Azure { remote, .. } => remote.as_deref(),
-    };
-    let Some(endpoint) = remote
-        .and_then(|r| remotes.get(r))
-        .and_then(|r| r.endpoint.as_deref())
-    else {
-        return false;
-    };
-    let Ok(url) = url::Url::parse(endpoint) else {
-        return false;
-    };
-    match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        None => false,
+/// Notes from the probe (Ctrl-C taken), on stderr.
+struct Notes;
+
+impl crate::job::Observer for Notes {
+    fn note(&self, message: &str) {
+        eprintln!("moverctl: {message}");
     }
 }
 
@@ -76,40 +56,14 @@ pub fn run(remotes: &Remotes, args: ProbeArgs) -> Result<Exit, CliError> {
     if args.requests == 0 || args.requests > 10_000 {
         return Err(usage("--requests must be from 1 to 10000".into()));
     }
-    // The probe writes (and removes) test objects: a missing local folder is created.
-    let store = Store::open_destination(&args.location, remotes)?;
-    let s3 = probe::s3raw::open_s3(&args.location, remotes)?;
-    let rt = super::runtime()?;
-    let report = rt.block_on(async {
-        let cancel = Arc::new(tokio::sync::Notify::new());
-        let c = cancel.clone();
-        let watcher = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "moverctl: interrupted; removing the probe's test objects (Ctrl-C again to stop at once)"
-                );
-                c.notify_one();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!(
-                        "moverctl: stopped; test objects may remain under a .moverctl-probe-* prefix"
-                    );
-                    std::process::exit(130);
-                }
-            }
-        });
-        let opts = ProbeOpts {
-            stream_bytes: size,
-            streams: args.streams,
-            requests: args.requests,
-            s3,
-            cancel: Some(cancel),
-        };
-        let r = probe::probe(&store, opts).await;
-        watcher.abort();
-        r
-    })?;
-    let mut report = report;
-    report.on_this_machine = on_this_machine(&store, remotes);
+    let opts = ProbeOpts {
+        stream_bytes: size,
+        streams: args.streams,
+        requests: args.requests,
+        s3: None,
+        cancel: None,
+    };
+    let report = crate::job::inspect::probe(remotes, &args.location, opts, &Notes)?;
     if args.json {
         println!(
             "{}",

@@ -2,32 +2,27 @@
 //! the state folder), a journal that persists across runs (so an unchanged run is decided from
 //! the two listings and the journal alone), deletes only behind guards ([`crate::transfer::sync`]),
 //! a one-line summary or `--json`, a Prometheus textfile (`--metrics-file`), and a price for
-//! every run from the catalog ([`crate::transfer::cost`]). The run itself is
-//! [`crate::transfer::sync::run`]; this file resolves the flags, takes the lock and opens the
-//! journal, and `sync_summary.rs` presents the outcome.
+//! every run from the catalog ([`crate::transfer::cost`]). The job is [`crate::job::sync`]
+//! (lock, journal, run, price); this file resolves the flags and shows the run, and
+//! `sync_summary.rs` presents the outcome.
 
 use super::CliError;
 use super::copy_cmd::{EngineArgs, resolve, usage};
 use super::exit::Exit;
 use super::metrics::Metrics;
 use super::progress::Progress;
-use super::stores::{provider_of, region_of, resolve_storage_class};
+use super::stores::resolve_storage_class;
 use super::sync_summary::{
     dry_run_copy_line, dry_run_delete_line, messages, one_line, summary_json,
 };
 use crate::catalog::Catalog;
-use crate::journal::Journal;
-use crate::lock::RunLock;
+use crate::job::sync::SyncJob;
 use crate::store::Store;
 use crate::store::config::Remotes;
-use crate::transfer::cost::{RunCost, SidePricing, price_run};
-use crate::transfer::sync::{DeletePolicy, DeleteReport, MaxDelete, MinDuration};
-use crate::transfer::{Report, Run};
+use crate::transfer::sync::MaxDelete;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 #[derive(Debug, Args)]
 #[command(after_help = SYNC_HELP)]
@@ -95,229 +90,150 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
     let (src, mut dst) = crate::job::trust::open_pair(catalog, &args.src, &args.dst, remotes)?;
     let max_delete =
         MaxDelete::parse(&args.max_delete).map_err(|m| usage(format!("--max-delete: {m}")))?;
-
     // The destination's class: the flag (validated), else the remote's (if the catalog knows it).
-    let dst_class = resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
-    let src_pricing = provider_of(catalog, &src)
-        .map(|p| SidePricing::new(p, region_of(remotes, &src).as_deref(), None));
-    let dst_pricing = provider_of(catalog, &dst)
-        .map(|p| SidePricing::new(p, region_of(remotes, &dst).as_deref(), dst_class.as_deref()));
-    let min_duration = dst_pricing.as_ref().and_then(SidePricing::min_duration);
-
+    let storage_class = resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
     let res = resolve(&args.engine, catalog, &src, &dst, None)?;
-    let (src_shown, dst_shown) = (src.shown(), dst.shown());
+    let shown = (src.shown(), dst.shown());
     let dry_run = res.opts.dry_run;
-
-    // One run at a time (a dry run changes nothing and takes no lock).
-    let lock_path = args
-        .lock
-        .clone()
-        .unwrap_or_else(|| crate::lock::default_path(&src.identity, &dst.identity));
-    let mut notes: Vec<String> = Vec::new();
-    let _lock = if dry_run {
-        None
-    } else {
-        let (l, stale) = RunLock::acquire(&lock_path, &format!("sync {src_shown} {dst_shown}"))?;
-        if let Some(s) = stale {
-            notes.push(s);
-        }
-        Some(l)
-    };
     let metrics = args.metrics_file.clone().map(|path| Metrics {
         path,
         push: args.metrics_push.clone(),
-        src: src_shown.clone(),
-        dst: dst_shown.clone(),
+        src: shown.0.clone(),
+        dst: shown.1.clone(),
     });
-    let outcome = sync_locked(SyncRun {
-        src,
-        dst,
-        res: &res,
-        args: &args,
+    let job = SyncJob {
+        opts: res.opts.clone(),
+        limits: res.limits.clone(),
+        journal_path: res.journal_path.clone(),
+        lock: args.lock.clone(),
+        delete: args.delete,
         max_delete,
-        min_duration,
-        src_pricing: src_pricing.as_ref(),
-        dst_pricing: dst_pricing.as_ref(),
-        notes,
-    });
+        allow_empty_source: args.allow_empty_source,
+        allow_early_delete: args.allow_early_delete,
+        storage_class,
+    };
+    let outcome = run_and_show(catalog, remotes, (src, dst), job, &args, &res);
     let finished = std::time::SystemTime::now();
-    match outcome {
-        Ok(o) => {
-            if let Some(m) = &metrics
-                && !dry_run
-            {
-                m.write(Some(&o), o.exit, started_at, finished)?;
-            }
-            Ok(o.exit)
+    if let Some(m) = &metrics
+        && !dry_run
+    {
+        match &outcome {
+            Ok(o) => m.write(Some(o), o.exit, started_at, finished)?,
+            // A failed run still says so (and keeps the last success's time).
+            Err(e) => m.write(None, e.exit(), started_at, finished)?,
         }
+    }
+    match outcome {
+        Ok(o) => Ok(o.exit),
         Err(e) => {
-            if let Some(m) = &metrics
-                && !dry_run
-            {
-                // A failed run still says so (and keeps the last success's time).
-                m.write(None, e.exit(), started_at, finished)?;
-            }
             if res.json {
                 // A scheduler reading --json gets a summary object however the run ended.
-                println!(
-                    "{}",
-                    super::json::stamp(
-                        super::json::SYNC,
-                        serde_json::json!({
-                            "event": "summary",
-                            "command": "sync",
-                            "source": src_shown,
-                            "destination": dst_shown,
-                            "dry_run": dry_run,
-                            "error": e.to_string(),
-                            "exit_code": e.exit() as u8,
-                            "delete": {"verdict": "suppressed", "deleted": {"objects": 0, "bytes": 0}},
-                        })
-                    )
-                );
+                println!("{}", error_json(&e, &shown, dry_run));
             }
             Err(e)
         }
     }
 }
 
-struct SyncRun<'a> {
-    src: Store,
-    dst: Store,
-    res: &'a super::copy_cmd::Resolved,
-    args: &'a SyncArgs,
-    max_delete: MaxDelete,
-    min_duration: Option<MinDuration>,
-    src_pricing: Option<&'a SidePricing>,
-    dst_pricing: Option<&'a SidePricing>,
-    notes: Vec<String>,
+/// The --json summary of a run that ended in an error.
+fn error_json(e: &CliError, (src, dst): &(String, String), dry_run: bool) -> serde_json::Value {
+    super::json::stamp(
+        super::json::SYNC,
+        serde_json::json!({
+            "event": "summary",
+            "command": "sync",
+            "source": src,
+            "destination": dst,
+            "dry_run": dry_run,
+            "error": e.to_string(),
+            "exit_code": e.exit() as u8,
+            "delete": {"verdict": "suppressed", "deleted": {"objects": 0, "bytes": 0}},
+        }),
+    )
 }
 
 /// A finished run, for the summary and the metrics.
-pub(super) struct Outcome {
-    pub(super) report: Report,
-    pub(super) deletes: DeleteReport,
-    pub(super) cost: RunCost,
-    pub(super) exit: Exit,
+pub(super) use crate::job::sync::SyncOutcome as Outcome;
+
+/// What sync shows while it runs: the progress display, and with --dry-run each object it would
+/// copy or delete on stdout.
+struct Shown<'a> {
+    progress: &'a Progress,
+    json: bool,
+    dry_run: bool,
 }
 
-fn sync_locked(s: SyncRun) -> Result<Outcome, CliError> {
-    let SyncRun {
-        src,
-        dst,
-        res,
-        args,
-        max_delete,
-        min_duration,
-        src_pricing,
-        dst_pricing,
-        notes,
-    } = s;
-    let dry_run = res.opts.dry_run;
-    let json = res.json;
-    let quiet = args.quiet;
+impl crate::job::Observer for Shown<'_> {
+    fn event(&self, ev: &crate::transfer::Event) {
+        self.progress.event(ev);
+        if self.dry_run
+            && let Some(line) = dry_run_copy_line(ev, self.json)
+        {
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        }
+    }
+
+    fn delete(&self, key: &str, bytes: u64, fate: &crate::transfer::sync::Fate) {
+        if self.dry_run
+            && let Some(line) = dry_run_delete_line(key, bytes, fate, self.json)
+        {
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        }
+    }
+
+    fn note(&self, message: &str) {
+        super::log::above_bar(&format!("moverctl: {message}"));
+    }
+}
+
+fn run_and_show(
+    catalog: &Catalog,
+    remotes: &Remotes,
+    (src, dst): (Store, Store),
+    job: SyncJob,
+    args: &SyncArgs,
+    res: &super::copy_cmd::Resolved,
+) -> Result<Outcome, CliError> {
     let (src_shown, dst_shown) = (src.shown(), dst.shown());
-    let hint = super::stores::credentials_hint(&[&src, &dst]);
-    // A dry run reads the journal when there is one (so it decides as the real run would) but
-    // never creates one.
-    let journal = if dry_run && !res.journal_path.exists() {
-        None
-    } else {
-        Some(Journal::open_pair(&res.journal_path, &src, &dst).map_err(CliError::Journal)?)
+    // --quiet is silent on success: no bar and no stats line.
+    let display = match args.quiet {
+        true => Default::default(),
+        false => res.display.clone(),
     };
-    let policy = DeletePolicy {
-        delete: args.delete,
-        max_delete,
-        allow_empty_source: args.allow_empty_source,
-        allow_early_delete: args.allow_early_delete,
-        min_duration: min_duration.clone(),
-        now: chrono::Utc::now(),
-        dry_run,
-        concurrency: res.opts.transfers.max(1),
+    let progress = Progress::new(display, res.opts.counters.clone().unwrap_or_default());
+    let shown = Shown {
+        progress: &progress,
+        json: res.json,
+        dry_run: res.opts.dry_run,
     };
-    let rt = super::runtime()?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let out = std::io::stdout();
-    let print_line = |line: String| {
-        let mut o = out.lock();
-        let _ = writeln!(o, "{line}");
-    };
-    let (report, deletes) = rt
-        .block_on(async {
-            super::stop_on_ctrl_c(
-                stop.clone(),
-                "stopping: no new object starts, the objects in flight finish and are journaled, nothing will be deleted",
-                res.opts.counters.clone(),
-            );
-            let run = Run {
-                src,
-                dst,
-                opts: res.opts.clone(),
-                limits: res.limits.clone(),
-                journal,
-                stop,
-            };
-            let spill_in = (!dry_run).then_some(res.journal_path.as_path());
-            // --quiet is silent on success: no bar and no stats line.
-            let mut display = res.display.clone();
-            if quiet {
-                display = Default::default();
-            }
-            let progress = Progress::new(display, res.opts.counters.clone().unwrap_or_default());
-            let outcome = crate::transfer::sync::run(
-                run,
-                policy,
-                spill_in,
-                |ev| {
-                    progress.event(ev);
-                    if dry_run && let Some(line) = dry_run_copy_line(ev, json) {
-                        print_line(line);
-                    }
-                },
-                |key, bytes, fate| {
-                    if dry_run && let Some(line) = dry_run_delete_line(key, bytes, fate, json) {
-                        print_line(line);
-                    }
-                },
-            )
-            .await;
-            progress.finish();
-            let (report, deletes) = outcome?;
-            Ok::<_, CliError>((report, deletes))
-        })
-        .map_err(|e| e.naming_credentials(&hint))?;
-    let cost = price_run(src_pricing, dst_pricing, &report, &deletes);
-    let exit = Exit::of_run(&report, Some(&deletes));
-    let o = Outcome {
-        report,
-        deletes,
-        cost,
-        exit,
-    };
+    let outcome = crate::job::sync::run(catalog, remotes, src, dst, job, &shown);
+    progress.finish();
+    let mut o = outcome?;
+    let notes: Vec<String> = o.stale_lock.take().into_iter().collect();
     let (problems, info) = messages(
         &o,
         args,
         res,
-        &min_duration,
+        &o.min_duration,
         (&src_shown, &dst_shown),
         notes,
-        &hint,
+        &o.credentials_hint,
     );
     let line = one_line(&o, &src_shown, &dst_shown);
-    if json {
+    if res.json {
         println!(
             "{}",
-            summary_json(&o, &src_shown, &dst_shown, args, res, &min_duration)
+            summary_json(&o, &src_shown, &dst_shown, args, res, &o.min_duration)
         );
-    } else if !quiet {
+    } else if !args.quiet {
         println!("{line}");
-    } else if exit != Exit::Success {
+    } else if o.exit != Exit::Success {
         eprintln!("{line}");
     }
     for p in &problems {
         eprintln!("moverctl: {p}");
     }
-    if !quiet {
+    if !args.quiet {
         for i in &info {
             eprintln!("moverctl: {i}");
         }

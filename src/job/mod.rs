@@ -32,8 +32,15 @@ pub use error::JobError;
 pub trait Observer: Send + Sync {
     /// One event of a copy or sync run (an object copied, skipped, failed, would be copied …).
     fn event(&self, _event: &crate::transfer::Event) {}
-    /// A note for the user that is not an error (a stale lock taken over, a shard's shortfall …).
+    /// A note for the user that is not an error (Ctrl-C taken, a shard's shortfall …).
     fn note(&self, _message: &str) {}
+    /// The run took over a stale lock (its holder is gone): by default a note.
+    fn stale_lock(&self, message: &str) {
+        self.note(message)
+    }
+    /// What sync's delete phase decided for one destination-only key (deleted, would be
+    /// deleted, kept and why).
+    fn delete(&self, _key: &str, _bytes: u64, _fate: &crate::transfer::sync::Fate) {}
 }
 
 /// An observer that ignores everything: for library callers that only want the outcome.

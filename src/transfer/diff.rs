@@ -43,6 +43,20 @@ pub struct JoinPolicy {
     pub compare_md5_etags: bool,
 }
 
+impl JoinPolicy {
+    /// The policy for a run from `src` to `dst`: the one place that decides whether listed ETags
+    /// are compared. Two listed MD5 ETags that differ prove a change, whatever moverctl metadata
+    /// on the destination says, and two equal ones prove equal content, so they are compared
+    /// where both stores' single-part ETags are MD5s of the content. `dest_only`: sync's join,
+    /// which also yields what only the destination holds.
+    pub fn for_pair(src: &crate::store::Store, dst: &crate::store::Store, dest_only: bool) -> Self {
+        JoinPolicy {
+            dest_only,
+            compare_md5_etags: src.caps.put_etag_is_md5 && dst.caps.put_etag_is_md5,
+        }
+    }
+}
+
 pub struct Differ {
     src: futures::stream::Peekable<BoxStream<'static, Result<Listed, ListError>>>,
     dst: futures::stream::Peekable<BoxStream<'static, Result<Listed, ListError>>>,

@@ -134,6 +134,38 @@ pub struct CopyOptions {
     pub metadata: fidelity::MetadataPolicy,
 }
 
+impl CopyOptions {
+    /// The command line's defaults (`moverctl copy` with no flags) for a destination with these
+    /// part limits: 64 objects and 4 parts each in flight, 128 MiB of part buffers, 3 retries,
+    /// `--verify auto`, server-side copies and streamed single PUTs where they apply, every file
+    /// synced before it is journaled.
+    pub fn new(dst_limits: StoreLimits) -> CopyOptions {
+        CopyOptions {
+            transfers: 64,
+            part_concurrency: 4,
+            ranged_reads: false,
+            part_rule: PartRule::default(),
+            dst_limits,
+            max_buffer: 128 * crate::catalog::parts::MIB,
+            retries: 3,
+            verify: Verify::Auto,
+            dry_run: false,
+            include: None,
+            exclude: None,
+            select: Default::default(),
+            size_only: false,
+            checkers: None,
+            counters: None,
+            fsync: Fsync::Object,
+            preserve_mtime: true,
+            size_ahead: false,
+            server_side: true,
+            stream_single_put: true,
+            metadata: Default::default(),
+        }
+    }
+}
+
 /// Requests and bytes, counted as they happen.
 #[derive(Debug, Default)]
 pub struct Counters {

@@ -41,14 +41,55 @@ pub enum ProgressError {
     Journal(#[from] JournalError),
 }
 
+/// The state a shard's record states: `running` while it runs, then `done`, `failed` or
+/// `incomplete` (the listing found much less than the plan). Written as those lowercase words; a
+/// word this version does not know reads as running (so a record from a newer moverctl shows as
+/// running, or stale once it stops being updated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum RecordState {
+    Running,
+    Done,
+    Failed,
+    Incomplete,
+}
+
+impl RecordState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordState::Running => "running",
+            RecordState::Done => "done",
+            RecordState::Failed => "failed",
+            RecordState::Incomplete => "incomplete",
+        }
+    }
+}
+
+impl From<String> for RecordState {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "done" => RecordState::Done,
+            "failed" => RecordState::Failed,
+            "incomplete" => RecordState::Incomplete,
+            _ => RecordState::Running,
+        }
+    }
+}
+
+impl From<RecordState> for String {
+    fn from(s: RecordState) -> Self {
+        s.as_str().to_string()
+    }
+}
+
 /// What `status.json` holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardStatus {
     pub plan_id: String,
     pub shard: u32,
     pub count: u32,
-    /// `running`, `done` or `failed`.
-    pub state: String,
+    /// `running`, `done`, `failed` or `incomplete` on the wire.
+    pub state: RecordState,
     pub host: String,
     /// When this attempt started and when this record was written (RFC 3339, UTC).
     pub started: String,
@@ -474,7 +515,7 @@ pub fn starting_status(
         plan_id: plan_id.to_string(),
         shard: shard.index,
         count: shard.count,
-        state: "running".into(),
+        state: RecordState::Running,
         host,
         started: now(),
         updated: now(),

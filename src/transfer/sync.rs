@@ -51,11 +51,7 @@ pub async fn run(
         Some(journal) => Candidates::in_journal(journal, policy)?,
         None => Candidates::temporary(policy)?,
     };
-    // Two listed MD5 ETags prove equal or different content where both stores' ETags are MD5s.
-    let join = super::diff::JoinPolicy {
-        dest_only: true,
-        compare_md5_etags: run.src.caps.put_etag_is_md5 && run.dst.caps.put_etag_is_md5,
-    };
+    let join = super::diff::JoinPolicy::for_pair(&run.src, &run.dst, true);
     let dst = run.dst.clone();
     let report = run.run_with(join, on_event, |e| candidates.push(e)).await?;
     let copy_ok = !report.interrupted
