@@ -1,7 +1,7 @@
 //! What `copy` and `exec` print: the text summary on stderr, the `--json` summary and event
 //! lines, and the run set against its plan.
 
-use super::copy_cmd::Resolved;
+use super::engine::Resolved;
 use crate::job::pricing::VsPlan;
 use crate::plan::file::PlanFile;
 use crate::transfer::{Event, Report};

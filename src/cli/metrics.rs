@@ -5,7 +5,7 @@
 
 use super::CliError;
 use super::exit::Exit;
-use super::sync_cmd::Outcome;
+use crate::job::sync::SyncOutcome as Outcome;
 use crate::money::Usd;
 use crate::transfer::Report;
 use crate::transfer::sync::{DeleteReport, Verdict};

@@ -1,9 +1,11 @@
 //! The command line: clap definitions, turning flags into resolved options once, and dispatch.
 //! Every error is printed once, here, and becomes an exit code from [`exit::TABLE`].
 
+mod args;
 mod copy_cmd;
 mod copy_summary;
 mod docs_cmd;
+mod engine;
 pub use crate::exit;
 pub use crate::json;
 pub mod log;
@@ -79,13 +81,13 @@ pub enum Command {
     /// listing order, part sizes) and measure latency and throughput; saved for the planner.
     Probe(probe_cmd::ProbeArgs),
     /// Copy everything under SRC to DST: parallel, rate-limited, verified, resumable.
-    Copy(Box<copy_cmd::CopyArgs>),
+    Copy(Box<args::CopyArgs>),
     /// Run a plan file written by `plan --save`.
-    Exec(Box<copy_cmd::ExecArgs>),
+    Exec(Box<args::ExecArgs>),
     /// Keep DST a mirror of SRC from cron: copy new and changed objects, delete behind guards
     /// (--delete, --max-delete, minimum storage durations), one run at a time, a one-line
     /// summary, --json and a Prometheus --metrics-file, each run priced.
-    Sync(Box<sync_cmd::SyncArgs>),
+    Sync(Box<args::SyncArgs>),
     /// Progress of a plan or copy from its journal (no store is contacted); of a sharded plan,
     /// every shard's record read from its progress location on the store.
     Status(status_cmd::StatusArgs),

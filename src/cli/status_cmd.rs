@@ -3,7 +3,7 @@
 //! progress records on the store instead (see `shard_cmd::status`).
 
 use super::CliError;
-use super::copy_cmd::usage;
+use super::engine::usage;
 use super::exit::Exit;
 use crate::job::inspect::JournalStatus;
 use crate::plan::file::PlanFile;

@@ -7,7 +7,8 @@
 //! `sync_summary.rs` presents the outcome.
 
 use super::CliError;
-use super::copy_cmd::{EngineArgs, resolve, usage};
+use super::args::SyncArgs;
+use super::engine::{resolve, usage};
 use super::exit::Exit;
 use super::metrics::Metrics;
 use super::progress::Progress;
@@ -16,68 +17,11 @@ use super::sync_summary::{
     dry_run_copy_line, dry_run_delete_line, messages, one_line, summary_json,
 };
 use crate::catalog::Catalog;
-use crate::job::sync::SyncJob;
+use crate::job::sync::{SyncJob, SyncOutcome as Outcome};
 use crate::store::Store;
 use crate::store::config::Remotes;
 use crate::transfer::sync::MaxDelete;
-use clap::Args;
 use std::io::Write;
-use std::path::PathBuf;
-
-#[derive(Debug, Args)]
-#[command(after_help = SYNC_HELP)]
-pub struct SyncArgs {
-    /// Where to read: s3://…, gs://…, az://…, a path, or REMOTE:bucket/prefix.
-    pub src: String,
-    /// The mirror to keep in step with SRC.
-    pub dst: String,
-    /// Delete destination objects that are no longer at the source (behind the guards below).
-    #[arg(long)]
-    pub delete: bool,
-    /// Most objects one run may delete: a count (1000) or a percentage of the destination
-    /// objects listed (5%). Above it nothing is deleted and the run exits 5.
-    #[arg(long, value_name = "N|N%", default_value = "10%")]
-    pub max_delete: String,
-    /// Delete even when the source lists no object at all. Without it, an empty source (an
-    /// unmounted volume, a wrong bucket) deletes nothing, whatever --max-delete says, and the run
-    /// exits 5.
-    #[arg(long)]
-    pub allow_empty_source: bool,
-    /// Also delete objects younger than the destination class's minimum storage duration
-    /// (they are billed for the rest of it; the summary prices that).
-    #[arg(long)]
-    pub allow_early_delete: bool,
-    /// Storage class written at the destination: a catalog class (`moverctl providers show
-    /// PROVIDER`) or the store's own name (GLACIER_IR, Cool). Overrides the remote's.
-    #[arg(long, value_name = "CLASS")]
-    pub storage_class: Option<String>,
-    /// Lock file that keeps runs apart (default: in the state folder, named after SRC and DST).
-    #[arg(long, value_name = "FILE")]
-    pub lock: Option<PathBuf>,
-    /// Print nothing when all is well; only problems otherwise.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Write run metrics here in Prometheus text format (node_exporter's textfile collector),
-    /// atomically.
-    #[arg(long, value_name = "PATH")]
-    pub metrics_file: Option<PathBuf>,
-    /// Also PUT the metrics to a Prometheus Pushgateway group URL after every run, e.g.
-    /// http://pushgateway:9091/metrics/job/moverctl/mirror/corpus (needs --metrics-file, which
-    /// keeps the last success time across runs).
-    #[arg(long, value_name = "URL", requires = "metrics_file")]
-    pub metrics_push: Option<String>,
-    #[command(flatten)]
-    pub engine: EngineArgs,
-}
-
-const SYNC_HELP: &str = "\
-sync copies new and changed objects (by size, the journal kept in the state folder, MD5 ETags
-when both sides have them, and only then one HEAD), and with --delete removes what the source no
-longer has: never after a run with a failed or refused object, never when the source listed
-nothing (unless --allow-empty-source), never more than --max-delete, never an object younger
-than the destination's minimum storage duration unless --allow-early-delete. --dry-run shows all
-of it. With --json, sync prints one summary object (a dry run first prints one line per object it
-would copy, delete or keep). Exit code 5 (delete guard) is sync's own; 6 means another run of the same pair (copy or sync) holds the lock.";
 
 pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<Exit, CliError> {
     let started_at = std::time::SystemTime::now();
@@ -152,9 +96,6 @@ fn error_json(e: &CliError, (src, dst): &(String, String), dry_run: bool) -> ser
     )
 }
 
-/// A finished run, for the summary and the metrics.
-pub(super) use crate::job::sync::SyncOutcome as Outcome;
-
 /// What sync shows while it runs: the progress display, and with --dry-run each object it would
 /// copy or delete on stdout.
 struct Shown<'a> {
@@ -192,7 +133,7 @@ fn run_and_show(
     (src, dst): (Store, Store),
     job: SyncJob,
     args: &SyncArgs,
-    res: &super::copy_cmd::Resolved,
+    res: &super::engine::Resolved,
 ) -> Result<Outcome, CliError> {
     let (src_shown, dst_shown) = (src.shown(), dst.shown());
     // --quiet is silent on success: no bar and no stats line.

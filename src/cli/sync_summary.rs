@@ -1,9 +1,10 @@
 //! What `sync` prints: the one-line summary a cron mail shows, the problems and notes on stderr,
 //! the `--json` summary object, and the lines of a dry run.
 
-use super::copy_cmd::Resolved;
+use super::args::SyncArgs;
 use super::copy_summary::{copied_key, credentials_refused, event_json, failed_json, refused_json};
-use super::sync_cmd::{Outcome, SyncArgs};
+use super::engine::Resolved;
+use crate::job::sync::SyncOutcome as Outcome;
 use crate::transfer::Event;
 use crate::transfer::Report;
 use crate::transfer::sync::{Fate, MinDuration, Verdict};
