@@ -2,7 +2,10 @@
 //!
 //! Data flows one way: `catalog` (provider prices and limits) and a corpus description feed the
 //! pure `plan` module, which produces a plan file; `transfer` runs a move (a plan's or a plain
-//! `SRC DST`) and `sync`'s mirror on top of it; `cli` resolves flags once and presents results.
+//! `SRC DST`) and `sync`'s mirror on top of it; `job` runs each command against stores and
+//! returns a typed outcome. The command line (the binary's `cli` module, not part of this
+//! library) resolves flags once, calls one job and presents what comes back; a program embedding
+//! moverctl calls the same jobs (see docs/architecture.md).
 //!
 //! - `store`: a location opened through object_store, with its [`store::caps::Capabilities`]
 //!   (what it checks and reports, read by the executor instead of the store kind), one retry
@@ -14,8 +17,10 @@
 //!   [`transfer::verification::Verification`]; into a local folder, [`transfer::local_dest`]:
 //!   one preallocated temporary file per object, positional writes, an atomic rename), the run ([`transfer::Run`]), a sync run with
 //!   its guarded delete phase ([`transfer::sync::run`]) and a run's price ([`transfer::cost`]).
-//! - `cli`: flags resolved once per command, one call into the engine, and presentation (the
-//!   `*_summary.rs`, progress and metrics writers); errors stay typed to the exit code.
+//! - `job`: the job layer — a session (lock, journal, interrupt, runtime), the trust rules, the
+//!   copy/exec, sync, plan and read-only jobs, the shard domain and pricing against a plan; it
+//!   never prints (progress and notes go to a [`job::Observer`]). Errors stay typed to the exit
+//!   code ([`exit`]).
 //! - `plan`: the pure cost and time model ([`plan::model`]), move or stay over a horizon of reads
 //!   ([`plan::horizon`]), archive restore tiers ([`plan::restore`]), the table/JSON
 //!   ([`plan::render`]) and HTML ([`plan::report`]) outputs, and the plan file ([`plan::file`]).
@@ -26,7 +31,6 @@
 pub mod bwlimit;
 pub mod catalog;
 pub mod checksum;
-pub mod cli;
 pub mod exit;
 pub mod job;
 pub mod journal;

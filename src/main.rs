@@ -1,6 +1,10 @@
+//! The `moverctl` binary: the command line ([`cli`]) on the library.
+
+mod cli;
+
 fn main() -> std::process::ExitCode {
     tune_allocator();
-    moverctl::cli::main()
+    cli::main()
 }
 
 /// glibc raises its mmap threshold to the size of the largest block freed, after which 1 MiB

@@ -1,5 +1,5 @@
 //! `moverctl copy SRC DST` and `moverctl exec PLAN`: the flags resolved once
-//! ([`super::engine`]), the run by [`crate::job::copy`], and what it shows.
+//! ([`super::engine`]), the run by [`moverctl::job::copy`], and what it shows.
 
 use super::CliError;
 use super::args::{CopyArgs, ExecArgs};
@@ -7,16 +7,16 @@ use super::copy_summary::{credentials_refused, event_json, summary_json, summary
 use super::engine::{Resolved, resolve, usage};
 use super::exit::Exit;
 use super::progress::{Display, Progress};
-use crate::catalog::Catalog;
-use crate::journal;
-use crate::plan::file::PlanFile;
-use crate::store::Store;
-use crate::store::config::Remotes;
-use crate::units::fmt_bytes;
+use moverctl::catalog::Catalog;
+use moverctl::journal;
+use moverctl::plan::file::PlanFile;
+use moverctl::store::Store;
+use moverctl::store::config::Remotes;
+use moverctl::units::fmt_bytes;
 use std::io::Write;
 
 pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<Exit, CliError> {
-    let (src, mut dst) = crate::job::copy::open_pair(catalog, &args.src, &args.dst, remotes)?;
+    let (src, mut dst) = moverctl::job::copy::open_pair(catalog, &args.src, &args.dst, remotes)?;
     super::stores::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, None)?;
     r.quiet = args.quiet;
@@ -35,8 +35,8 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
     };
     let src_loc = located(&args.src, &plan.source.location, "source", "src")?;
     let dst_loc = located(&args.dst, &plan.destination.location, "destination", "dst")?;
-    let (mut src, mut dst) = crate::job::trust::open_pair(catalog, &src_loc, &dst_loc, remotes)?;
-    let shard = crate::job::shard::for_exec(
+    let (mut src, mut dst) = moverctl::job::trust::open_pair(catalog, &src_loc, &dst_loc, remotes)?;
+    let shard = moverctl::job::shard::for_exec(
         &plan,
         args.shard.as_deref(),
         args.progress.as_deref(),
@@ -68,14 +68,14 @@ struct Shown<'a> {
     dry_run: bool,
 }
 
-impl crate::job::Observer for Shown<'_> {
-    fn event(&self, ev: &crate::transfer::Event) {
+impl moverctl::job::Observer for Shown<'_> {
+    fn event(&self, ev: &moverctl::transfer::Event) {
         self.progress.event(ev);
         if self.json {
             let line = event_json(ev, super::json::COPY);
             let _ = writeln!(std::io::stdout().lock(), "{line}");
         } else if self.dry_run
-            && let crate::transfer::Event::WouldCopy { key, bytes, reason } = ev
+            && let moverctl::transfer::Event::WouldCopy { key, bytes, reason } = ev
         {
             // A dry run lists what it would copy, and why, on stdout (the skipped ones are
             // counted by reason in the summary).
@@ -104,7 +104,7 @@ fn drive(
     r: Resolved,
     plan: Option<&PlanFile>,
     catalog: &Catalog,
-    shard: Option<crate::job::shard::ShardRun>,
+    shard: Option<moverctl::job::shard::ShardRun>,
 ) -> Result<Exit, CliError> {
     let (src_shown, dst_shown) = (src.shown(), dst.shown());
     let sharded = shard.is_some();
@@ -123,14 +123,14 @@ fn drive(
         json: r.json,
         dry_run: r.opts.dry_run,
     };
-    let job = crate::job::copy::CopyJob {
+    let job = moverctl::job::copy::CopyJob {
         opts: r.opts.clone(),
         limits: r.limits.clone(),
         journal_path: r.journal_path.clone(),
         plan,
         shard,
     };
-    let outcome = crate::job::copy::run(catalog, src, dst, job, &shown);
+    let outcome = moverctl::job::copy::run(catalog, src, dst, job, &shown);
     progress.finish();
     let mut out = outcome?;
     if let Some(e) = &out.stopped {
@@ -161,7 +161,7 @@ fn drive(
 /// The summary of a copy or exec run: one JSON object, or the text summary on stderr (nothing
 /// with --quiet when all went well), with the run against its plan or its shard's part of it.
 fn present(
-    out: &crate::job::copy::CopyOutcome,
+    out: &moverctl::job::copy::CopyOutcome,
     r: &Resolved,
     plan: Option<&PlanFile>,
     sharded: bool,

@@ -2,11 +2,11 @@
 //! lines, and the run set against its plan.
 
 use super::engine::Resolved;
-use crate::job::pricing::VsPlan;
-use crate::plan::file::PlanFile;
-use crate::transfer::{Event, Report};
-use crate::units::{fmt_bytes, fmt_duration};
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use moverctl::job::pricing::VsPlan;
+use moverctl::plan::file::PlanFile;
+use moverctl::transfer::{Event, Report};
+use moverctl::units::{fmt_bytes, fmt_duration};
 use rust_decimal::Decimal;
 
 /// When objects failed because a store refused the credentials (the run exits 4, not 3): what
@@ -55,7 +55,7 @@ pub(super) fn event_json(ev: &Event, schema: &str) -> String {
 }
 
 /// The `failed` object of a JSON summary: counts and the first 100 keys with their errors.
-pub(crate) fn failed_json(r: &Report) -> serde_json::Value {
+pub(super) fn failed_json(r: &Report) -> serde_json::Value {
     serde_json::json!({
         "objects": r.failed.len(),
         "bytes": r.failed_bytes,
@@ -65,7 +65,7 @@ pub(crate) fn failed_json(r: &Report) -> serde_json::Value {
 
 /// The `refused` object of a JSON summary: the count and the first 100 keys a store refused,
 /// with the reason.
-pub(crate) fn refused_json(r: &Report) -> serde_json::Value {
+pub(super) fn refused_json(r: &Report) -> serde_json::Value {
     serde_json::json!({
         "objects": r.refused.len(),
         "keys": r
@@ -79,7 +79,7 @@ pub(crate) fn refused_json(r: &Report) -> serde_json::Value {
 
 /// The copied (or, in a dry run, would-copy) objects of a summary, under the name that says
 /// which.
-pub(crate) fn copied_key(r: &Report) -> &'static str {
+pub(super) fn copied_key(r: &Report) -> &'static str {
     if r.dry_run { "would_copy" } else { "copied" }
 }
 
@@ -155,7 +155,7 @@ pub(super) fn verified_line(r: &Report) -> String {
 pub(super) fn size_only(r: &Report) -> u64 {
     r.verified_by
         .iter()
-        .filter(|(k, _)| k.write == crate::transfer::WriteCheck::DestSize)
+        .filter(|(k, _)| k.write == moverctl::transfer::WriteCheck::DestSize)
         .map(|(_, v)| v)
         .sum()
 }
@@ -325,7 +325,7 @@ pub(super) fn vs_plan_text(v: &VsPlan) -> String {
     for ((k, planned), (_, a)) in v.predicted.iter().zip(&v.actual) {
         t.add_row(vec![
             k.replace('_', " "),
-            crate::money::Usd(*planned).to_string(),
+            moverctl::money::Usd(*planned).to_string(),
             a.to_string(),
         ]);
     }
@@ -358,7 +358,7 @@ pub(super) fn unverified_line(r: &Report) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transfer::{ReadCheck as R, Verification, WriteCheck as W};
+    use moverctl::transfer::{ReadCheck as R, Verification, WriteCheck as W};
 
     fn report() -> Report {
         let mut r = Report::default();

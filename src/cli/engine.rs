@@ -5,14 +5,14 @@
 use super::CliError;
 use super::args::EngineArgs;
 use super::progress::Display;
-use crate::catalog::parts::{DEFAULT_MULTIPART_THRESHOLD, DEFAULT_PART_SIZE, MIB, PartRule};
-use crate::catalog::{Catalog, Limits as StoreLimits};
-use crate::journal;
-use crate::limit::Limits;
-use crate::plan::file::PlanFile;
-use crate::store::Store;
-use crate::transfer::{CopyOptions, Verify};
-use crate::units::{fmt_bytes, parse_bytes};
+use moverctl::catalog::parts::{DEFAULT_MULTIPART_THRESHOLD, DEFAULT_PART_SIZE, MIB, PartRule};
+use moverctl::catalog::{Catalog, Limits as StoreLimits};
+use moverctl::journal;
+use moverctl::limit::Limits;
+use moverctl::plan::file::PlanFile;
+use moverctl::store::Store;
+use moverctl::transfer::{CopyOptions, Verify};
+use moverctl::units::{fmt_bytes, parse_bytes};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -21,26 +21,30 @@ pub(super) fn usage(m: impl Into<String>) -> CliError {
 }
 
 fn globs(flag: &str, pats: &[String]) -> Result<Option<globset::GlobSet>, CliError> {
-    crate::transfer::filter::globs(flag, pats).map_err(usage)
+    moverctl::transfer::filter::globs(flag, pats).map_err(usage)
 }
 
 /// --min-size, --max-size, --max-age, --min-age and --files-from.
-fn metadata_policy(e: &EngineArgs) -> Result<crate::transfer::fidelity::MetadataPolicy, CliError> {
+fn metadata_policy(
+    e: &EngineArgs,
+) -> Result<moverctl::transfer::fidelity::MetadataPolicy, CliError> {
     let mut set = Vec::new();
     for kv in &e.metadata_set {
-        set.push(crate::transfer::fidelity::MetadataPolicy::parse_set(kv).map_err(usage)?);
+        set.push(moverctl::transfer::fidelity::MetadataPolicy::parse_set(kv).map_err(usage)?);
     }
-    Ok(crate::transfer::fidelity::MetadataPolicy {
+    Ok(moverctl::transfer::fidelity::MetadataPolicy {
         no_user: e.no_metadata,
         set,
     })
 }
 
-fn selection(e: &EngineArgs) -> Result<crate::transfer::filter::Selection, CliError> {
-    use crate::transfer::filter::{FilesFrom, Selection, parse_age};
+fn selection(e: &EngineArgs) -> Result<moverctl::transfer::filter::Selection, CliError> {
+    use moverctl::transfer::filter::{FilesFrom, Selection, parse_age};
     let size = |flag: &str, v: &Option<String>| {
         v.as_deref()
-            .map(|v| crate::units::parse_rclone_size(v).map_err(|m| usage(format!("{flag}: {m}"))))
+            .map(|v| {
+                moverctl::units::parse_rclone_size(v).map_err(|m| usage(format!("{flag}: {m}")))
+            })
             .transpose()
     };
     let now = chrono::Utc::now();
@@ -176,17 +180,17 @@ pub(super) fn resolve(
         }
     };
     let bw = match &e.bwlimit {
-        Some(v) => Some(crate::bwlimit::parse(v).map_err(|m| usage(format!("--bwlimit: {m}")))?),
+        Some(v) => Some(moverctl::bwlimit::parse(v).map_err(|m| usage(format!("--bwlimit: {m}")))?),
         None => None,
     };
     if e.tpslimit == Some(0) {
         return Err(usage("--tpslimit must be at least 1"));
     }
-    // A local side is neither a download nor an upload (see crate::bwlimit).
-    let remote = |s: &Store| !matches!(s.kind, crate::store::Kind::Local);
+    // A local side is neither a download nor an upload (see moverctl::bwlimit).
+    let remote = |s: &Store| !matches!(s.kind, moverctl::store::Kind::Local);
     let (reads, writes) = (remote(src), remote(dst));
     let limits = match bw {
-        Some(crate::bwlimit::BwLimit::Fixed(r)) => {
+        Some(moverctl::bwlimit::BwLimit::Fixed(r)) => {
             Limits::new(r.effective(reads, writes), e.tpslimit)
         }
         Some(table) => Limits::new(None, e.tpslimit)
@@ -197,11 +201,11 @@ pub(super) fn resolve(
     let (mut includes, mut excludes) = (e.include.clone(), e.exclude.clone());
     for f in &e.include_from {
         includes
-            .extend(crate::transfer::filter::patterns_from("--include-from", f).map_err(usage)?);
+            .extend(moverctl::transfer::filter::patterns_from("--include-from", f).map_err(usage)?);
     }
     for f in &e.exclude_from {
         excludes
-            .extend(crate::transfer::filter::patterns_from("--exclude-from", f).map_err(usage)?);
+            .extend(moverctl::transfer::filter::patterns_from("--exclude-from", f).map_err(usage)?);
     }
     if e.checkers == Some(0) {
         return Err(usage("--checkers must be at least 1"));
@@ -228,7 +232,7 @@ pub(super) fn resolve(
             select,
             size_only: e.size_only,
             checkers: e.checkers,
-            counters: Some(Arc::new(crate::transfer::Counters::default())),
+            counters: Some(Arc::new(moverctl::transfer::Counters::default())),
             fsync: e.fsync.parse().map_err(usage)?,
             preserve_mtime: e.preserve_mtime,
             size_ahead,

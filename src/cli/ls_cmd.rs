@@ -2,10 +2,10 @@
 
 use super::CliError;
 use super::json::{LS, stamp};
-use crate::store::config::Remotes;
-use crate::store::list::Listed;
-use crate::units::fmt_bytes;
 use clap::Args;
+use moverctl::store::config::Remotes;
+use moverctl::store::list::Listed;
+use moverctl::units::fmt_bytes;
 use std::io::Write;
 
 #[derive(Debug, Args)]
@@ -20,7 +20,7 @@ pub struct LsArgs {
 pub fn run(remotes: &Remotes, args: LsArgs) -> Result<super::exit::Exit, CliError> {
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
-    let n = crate::job::inspect::ls(remotes, &args.location, |item| {
+    let n = moverctl::job::inspect::ls(remotes, &args.location, |item| {
         line(&mut out, item, args.json)
     })?;
     if args.json {

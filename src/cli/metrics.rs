@@ -5,10 +5,10 @@
 
 use super::CliError;
 use super::exit::Exit;
-use crate::job::sync::SyncOutcome as Outcome;
-use crate::money::Usd;
-use crate::transfer::Report;
-use crate::transfer::sync::{DeleteReport, Verdict};
+use moverctl::job::sync::SyncOutcome as Outcome;
+use moverctl::money::Usd;
+use moverctl::transfer::Report;
+use moverctl::transfer::sync::{DeleteReport, Verdict};
 use rust_decimal::Decimal;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -187,7 +187,7 @@ impl Metrics {
             CliError::Failure(format!("--metrics-file {}: {e}", self.path.display()))
         })?;
         if let Some(url) = &self.push
-            && let Err(e) = crate::job::sync::push_metrics(url, text)
+            && let Err(e) = moverctl::job::sync::push_metrics(url, text)
         {
             // The run's own outcome stands; a stale push is what the staleness alert catches.
             eprintln!("moverctl: warning: --metrics-push: {e}");

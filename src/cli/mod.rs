@@ -1,13 +1,17 @@
 //! The command line: clap definitions, turning flags into resolved options once, and dispatch.
 //! Every error is printed once, here, and becomes an exit code from [`exit::TABLE`].
 
+// Every command returns the library's `JobError` once, to `main`: its size is the library's
+// choice (clippy skips it there, in the exported API) and costs nothing on this path.
+#![allow(clippy::result_large_err)]
+
 mod args;
 mod copy_cmd;
 mod copy_summary;
 mod docs_cmd;
 mod engine;
-pub use crate::exit;
-pub use crate::json;
+pub use moverctl::exit;
+pub use moverctl::json;
 pub mod log;
 mod ls_cmd;
 mod metrics;
@@ -24,9 +28,9 @@ pub mod stores;
 mod sync_cmd;
 mod sync_summary;
 
-use crate::catalog::Catalog;
 use clap::{Args, Parser, Subcommand};
 use exit::Exit;
+use moverctl::catalog::Catalog;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -124,9 +128,7 @@ pub enum ProvidersAction {
     },
 }
 
-pub use crate::job::JobError as CliError;
-
-pub use crate::job::runtime;
+pub use moverctl::job::JobError as CliError;
 
 pub fn load_catalog(dir: Option<&std::path::Path>) -> Result<Catalog, CliError> {
     Ok(Catalog::load(dir)?)
@@ -151,15 +153,15 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
     log::init(&cli.log)?;
     let window = humantime::parse_duration(&cli.retry_timeout)
         .map_err(|e| CliError::Usage(format!("--retry-timeout {:?}: {e}", cli.retry_timeout)))?;
-    crate::store::retry::set_timeout(window);
+    moverctl::store::retry::set_timeout(window);
     // `plan --profile` is its object-size profile (an older flag of plan's own, which shadows
     // this one there): plan's AWS profile comes from AWS_PROFILE or a remote.
     if !matches!(cli.command, Command::Plan(_)) {
-        crate::store::creds::set_cli_profile(cli.profile.clone());
+        moverctl::store::creds::set_cli_profile(cli.profile.clone());
     }
     let catalog = load_catalog(cli.providers.as_deref())?;
-    let load_remotes = || -> Result<crate::store::config::Remotes, CliError> {
-        let r = crate::store::config::Remotes::load(cli.config.as_deref())?;
+    let load_remotes = || -> Result<moverctl::store::config::Remotes, CliError> {
+        let r = moverctl::store::config::Remotes::load(cli.config.as_deref())?;
         remote_check::check(&catalog, &r)?;
         Ok(r)
     };
@@ -200,9 +202,9 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::list::ListError;
-    use crate::transfer::RunError;
-    use crate::transfer::diff::DiffError;
+    use moverctl::store::list::ListError;
+    use moverctl::transfer::RunError;
+    use moverctl::transfer::diff::DiffError;
 
     fn listing(source: object_store::Error) -> CliError {
         CliError::Run(RunError::Diff(DiffError::List(ListError::Store {
@@ -225,7 +227,7 @@ mod tests {
             source: "connection reset".into(),
         };
         assert_eq!(listing(broken).exit(), Exit::Failure);
-        let journal = || crate::journal::JournalError::Db {
+        let journal = || moverctl::journal::JournalError::Db {
             path: "j".into(),
             message: "disk full".into(),
         };

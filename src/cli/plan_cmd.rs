@@ -16,18 +16,20 @@
 //! CPU; `assumptions.source_probe` names the source's, `assumptions.measured` the bounds applied.
 
 use super::CliError;
-use crate::catalog::Catalog;
-use crate::catalog::parts::{MIB, PartRule};
-use crate::job::Observer;
-use crate::job::plan::{CorpusSource, PlanOutcome, PlanSpec, ProbeUse, Save, Saved, SavedProbes};
-use crate::job::shard::split::{SplitRequest, inventory_format, split_for};
-use crate::money::Usd;
-use crate::plan::corpus::Corpus;
-use crate::plan::horizon::Reads;
-use crate::plan::model::Assumptions;
-use crate::plan::render;
-use crate::units::{parse_bytes, parse_rate};
 use clap::Args;
+use moverctl::catalog::Catalog;
+use moverctl::catalog::parts::{MIB, PartRule};
+use moverctl::job::Observer;
+use moverctl::job::plan::{
+    CorpusSource, PlanOutcome, PlanSpec, ProbeUse, Save, Saved, SavedProbes,
+};
+use moverctl::job::shard::split::{SplitRequest, inventory_format, split_for};
+use moverctl::money::Usd;
+use moverctl::plan::corpus::Corpus;
+use moverctl::plan::horizon::Reads;
+use moverctl::plan::model::Assumptions;
+use moverctl::plan::render;
+use moverctl::units::{parse_bytes, parse_rate};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
 use std::path::PathBuf;
@@ -281,7 +283,7 @@ fn resolve(
         name,
         pick: args.pick.clone(),
         plans_dir: args.plans_dir.clone(),
-        shards: ranges.map(|ranges| crate::job::plan::ShardSplit {
+        shards: ranges.map(|ranges| moverctl::job::plan::ShardSplit {
             ranges,
             progress: args.progress.clone(),
         }),
@@ -308,7 +310,7 @@ fn resolve(
 /// The corpus: `--inventory`, a listing of `--src` (without `--bytes`, `--objects` and
 /// `--profile`), or those flags.
 fn corpus_of(config: Option<&std::path::Path>, args: &PlanArgs) -> Result<Corpus, CliError> {
-    let read = |source| crate::job::plan::read_corpus(&source, config, &Notes);
+    let read = |source| moverctl::job::plan::read_corpus(&source, config, &Notes);
     match (&args.inventory, &args.src) {
         (Some(path), _) => {
             let format = inventory_format(&args.inventory_format, &args.s3_columns)?;
@@ -428,7 +430,7 @@ fn reads_of(catalog: &Catalog, args: &PlanArgs) -> Result<(u32, Option<Reads>), 
             "--reads-per-month {per_month}: at most {MAX_READS_PER_MONTH}"
         )));
     }
-    let compute = crate::job::plan::compute_at(catalog, at)?;
+    let compute = moverctl::job::plan::compute_at(catalog, at)?;
     Ok((months, Some(Reads { compute, per_month })))
 }
 
@@ -442,7 +444,7 @@ pub fn run(
 ) -> Result<(), CliError> {
     let (example, json) = (args.example, args.json);
     let spec = resolve(catalog, config, args)?;
-    let out = crate::job::plan::plan(catalog, &spec, &Notes)?;
+    let out = moverctl::job::plan::plan(catalog, &spec, &Notes)?;
     if json {
         let v = json_of(&spec, &out);
         println!(
@@ -534,7 +536,7 @@ fn probe_line(p: &ProbeUse) -> String {
     if let Some(s) = p.stream {
         parts.push(format!(
             "stream {}/s",
-            crate::units::fmt_bytes(s.to_u64().unwrap_or(u64::MAX))
+            moverctl::units::fmt_bytes(s.to_u64().unwrap_or(u64::MAX))
         ));
     }
     format!(
@@ -571,7 +573,7 @@ fn saved_message(s: &Saved) -> String {
         s.destination,
         sh.count,
         sh.id,
-        crate::units::fmt_duration(sh.seconds_per_shard.parse().unwrap_or_default()),
+        moverctl::units::fmt_duration(sh.seconds_per_shard.parse().unwrap_or_default()),
         workers.max(1),
         if workers > 1 { "s" } else { "" },
         sh.count,

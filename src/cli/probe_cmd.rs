@@ -4,10 +4,10 @@
 
 use super::CliError;
 use super::exit::Exit;
-use crate::probe::{self, ProbeOpts};
-use crate::store::config::Remotes;
-use crate::units::parse_bytes;
 use clap::Args;
+use moverctl::probe::{self, ProbeOpts};
+use moverctl::store::config::Remotes;
+use moverctl::units::parse_bytes;
 
 #[derive(Debug, Args)]
 pub struct ProbeArgs {
@@ -35,7 +35,7 @@ pub struct ProbeArgs {
 /// Notes from the probe (Ctrl-C taken), on stderr.
 struct Notes;
 
-impl crate::job::Observer for Notes {
+impl moverctl::job::Observer for Notes {
     fn note(&self, message: &str) {
         eprintln!("moverctl: {message}");
     }
@@ -63,7 +63,7 @@ pub fn run(remotes: &Remotes, args: ProbeArgs) -> Result<Exit, CliError> {
         s3: None,
         cancel: None,
     };
-    let report = crate::job::inspect::probe(remotes, &args.location, opts, &Notes)?;
+    let report = moverctl::job::inspect::probe(remotes, &args.location, opts, &Notes)?;
     if args.json {
         println!(
             "{}",

@@ -6,8 +6,8 @@
 //! them. Totals come from the plan (`exec`) or from a sizing listing run alongside the copy
 //! (`CopyOptions::size_ahead`); until it has finished the display says it is still listing.
 
-use crate::transfer::{Counters, Event};
-use crate::units::{fmt_bytes, fmt_duration};
+use moverctl::transfer::{Counters, Event};
+use moverctl::units::{fmt_bytes, fmt_duration};
 use rust_decimal::Decimal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};

@@ -2,10 +2,10 @@
 
 use super::json::{PROVIDERS, number, stamp};
 use super::{CliError, ProvidersAction, ProvidersArgs};
-use crate::catalog::{Catalog, Provider, ProviderFile, RequestPrice, Tristate, price_dates};
-use crate::money::Usd;
-use crate::units::fmt_bytes;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use moverctl::catalog::{Catalog, Provider, ProviderFile, RequestPrice, Tristate, price_dates};
+use moverctl::money::Usd;
+use moverctl::units::fmt_bytes;
 use serde_json::json;
 
 pub fn run(catalog: &Catalog, args: ProvidersArgs) -> Result<(), CliError> {
@@ -101,7 +101,7 @@ fn req_json(r: &RequestPrice) -> serde_json::Value {
 }
 
 fn group(n: u64) -> String {
-    crate::money::group_thousands(&n.to_string())
+    moverctl::money::group_thousands(&n.to_string())
 }
 
 fn show(p: &Provider, as_json: bool) {

@@ -5,9 +5,9 @@
 
 use super::CliError;
 use super::stores::{find_class, wire_class};
-use crate::catalog::Catalog;
-use crate::store::Kind;
-use crate::store::config::Remotes;
+use moverctl::catalog::Catalog;
+use moverctl::store::Kind;
+use moverctl::store::config::Remotes;
 
 pub fn check(catalog: &Catalog, remotes: &Remotes) -> Result<(), CliError> {
     for (name, r) in remotes.iter() {

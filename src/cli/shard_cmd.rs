@@ -1,16 +1,16 @@
 //! The command-line side of a move split across machines: a shard's run set against the plan as
 //! text (`exec --shard K/N`) and `status PLAN` of a sharded plan (every shard's record) as a
 //! table or JSON. The shard domain (the split, ids, progress records, state, cost shares) is in
-//! [`crate::job::shard`].
+//! [`moverctl::job::shard`].
 
 use super::CliError;
 use super::exit::Exit;
-use crate::job::shard::{
+use moverctl::job::shard::{
     COST_ITEMS, Figures, ShardState, ShardView, ShardsStatus, planned_shard, rate,
 };
-use crate::plan::file::PlanFile;
-use crate::store::config::Remotes;
-use crate::units::{fmt_bytes, fmt_duration};
+use moverctl::plan::file::PlanFile;
+use moverctl::store::config::Remotes;
+use moverctl::units::{fmt_bytes, fmt_duration};
 use rust_decimal::Decimal;
 
 /// One row of a planned-against-done table: `label`, then pairs of (planned, done) cells.
@@ -92,7 +92,7 @@ pub(super) fn status(
     stale_after: std::time::Duration,
     json: bool,
 ) -> Result<Exit, CliError> {
-    let st = crate::job::shard::status(remotes, plan, dst_location, progress, stale_after)?;
+    let st = moverctl::job::shard::status(remotes, plan, dst_location, progress, stale_after)?;
     if json {
         println!("{}", status_json(plan, &st));
     } else {

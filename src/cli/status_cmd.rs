@@ -5,11 +5,11 @@
 use super::CliError;
 use super::engine::usage;
 use super::exit::Exit;
-use crate::job::inspect::JournalStatus;
-use crate::plan::file::PlanFile;
-use crate::store::config::Remotes;
-use crate::units::{fmt_bytes, fmt_duration};
 use clap::Args;
+use moverctl::job::inspect::JournalStatus;
+use moverctl::plan::file::PlanFile;
+use moverctl::store::config::Remotes;
+use moverctl::units::{fmt_bytes, fmt_duration};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -33,7 +33,7 @@ pub struct StatusArgs {
 
 /// `moverctl status PLAN|JOURNAL` (or `--src/--dst`): progress from the journal, no store access.
 pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError> {
-    let journal_of = |s: &str, d: &str| crate::job::inspect::journal_of(s, d, remotes);
+    let journal_of = |s: &str, d: &str| moverctl::job::inspect::journal_of(s, d, remotes);
     let (path, corpus) = match (&args.target, &args.src, &args.dst) {
         (Some(t), _, _) if t.extension().is_some_and(|e| e == "sqlite") => (t.clone(), None),
         (Some(t), _, _) => {
@@ -60,7 +60,7 @@ pub fn run_status(remotes: &Remotes, args: StatusArgs) -> Result<Exit, CliError>
             ));
         }
     };
-    let st = crate::job::inspect::journal_status(&path, corpus)?;
+    let st = moverctl::job::inspect::journal_status(&path, corpus)?;
     if args.json {
         println!("{}", status_json(&st));
     } else {

@@ -1,8 +1,8 @@
 //! `moverctl sync SRC DST`: the copy engine run from a scheduler. One run at a time (a lock in
 //! the state folder), a journal that persists across runs (so an unchanged run is decided from
-//! the two listings and the journal alone), deletes only behind guards ([`crate::transfer::sync`]),
+//! the two listings and the journal alone), deletes only behind guards ([`moverctl::transfer::sync`]),
 //! a one-line summary or `--json`, a Prometheus textfile (`--metrics-file`), and a price for
-//! every run from the catalog ([`crate::transfer::cost`]). The job is [`crate::job::sync`]
+//! every run from the catalog ([`moverctl::transfer::cost`]). The job is [`moverctl::job::sync`]
 //! (lock, journal, run, price); this file resolves the flags and shows the run, and
 //! `sync_summary.rs` presents the outcome.
 
@@ -16,11 +16,11 @@ use super::stores::resolve_storage_class;
 use super::sync_summary::{
     dry_run_copy_line, dry_run_delete_line, messages, one_line, summary_json,
 };
-use crate::catalog::Catalog;
-use crate::job::sync::{SyncJob, SyncOutcome as Outcome};
-use crate::store::Store;
-use crate::store::config::Remotes;
-use crate::transfer::sync::MaxDelete;
+use moverctl::catalog::Catalog;
+use moverctl::job::sync::{SyncJob, SyncOutcome as Outcome};
+use moverctl::store::Store;
+use moverctl::store::config::Remotes;
+use moverctl::transfer::sync::MaxDelete;
 use std::io::Write;
 
 pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<Exit, CliError> {
@@ -31,7 +31,7 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
     if let Some(u) = &args.metrics_push {
         super::metrics::check_push_url(u)?;
     }
-    let (src, mut dst) = crate::job::trust::open_pair(catalog, &args.src, &args.dst, remotes)?;
+    let (src, mut dst) = moverctl::job::trust::open_pair(catalog, &args.src, &args.dst, remotes)?;
     let max_delete =
         MaxDelete::parse(&args.max_delete).map_err(|m| usage(format!("--max-delete: {m}")))?;
     // The destination's class: the flag (validated), else the remote's (if the catalog knows it).
@@ -104,8 +104,8 @@ struct Shown<'a> {
     dry_run: bool,
 }
 
-impl crate::job::Observer for Shown<'_> {
-    fn event(&self, ev: &crate::transfer::Event) {
+impl moverctl::job::Observer for Shown<'_> {
+    fn event(&self, ev: &moverctl::transfer::Event) {
         self.progress.event(ev);
         if self.dry_run
             && let Some(line) = dry_run_copy_line(ev, self.json)
@@ -114,7 +114,7 @@ impl crate::job::Observer for Shown<'_> {
         }
     }
 
-    fn delete(&self, key: &str, bytes: u64, fate: &crate::transfer::sync::Fate) {
+    fn delete(&self, key: &str, bytes: u64, fate: &moverctl::transfer::sync::Fate) {
         if self.dry_run
             && let Some(line) = dry_run_delete_line(key, bytes, fate, self.json)
         {
@@ -147,7 +147,7 @@ fn run_and_show(
         json: res.json,
         dry_run: res.opts.dry_run,
     };
-    let outcome = crate::job::sync::run(catalog, remotes, src, dst, job, &shown);
+    let outcome = moverctl::job::sync::run(catalog, remotes, src, dst, job, &shown);
     progress.finish();
     let mut o = outcome?;
     let notes: Vec<String> = o.stale_lock.take().into_iter().collect();

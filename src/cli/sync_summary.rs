@@ -4,11 +4,11 @@
 use super::args::SyncArgs;
 use super::copy_summary::{copied_key, credentials_refused, event_json, failed_json, refused_json};
 use super::engine::Resolved;
-use crate::job::sync::SyncOutcome as Outcome;
-use crate::transfer::Event;
-use crate::transfer::Report;
-use crate::transfer::sync::{Fate, MinDuration, Verdict};
-use crate::units::{fmt_bytes, fmt_duration};
+use moverctl::job::sync::SyncOutcome as Outcome;
+use moverctl::transfer::Event;
+use moverctl::transfer::Report;
+use moverctl::transfer::sync::{Fate, MinDuration, Verdict};
+use moverctl::units::{fmt_bytes, fmt_duration};
 use rust_decimal::Decimal;
 
 /// The line a dry run prints for a copy decision (none for events a dry run does not show).
@@ -179,7 +179,7 @@ pub(super) fn messages(
     }
     if let Some(n) = r
         .reasons
-        .get(crate::transfer::diff::CHANGED_AT_DESTINATION)
+        .get(moverctl::transfer::diff::CHANGED_AT_DESTINATION)
         .filter(|n| **n > 0)
     {
         info.push(format!(

@@ -252,7 +252,7 @@ pub struct Report {
     pub no_source_digest: u64,
     /// Objects written from a cloud source whose bytes could be checked by nothing but their
     /// size, without `--verify size` to accept that: labelled `unverified`, not journaled as
-    /// done, and the run exits with [`crate::cli::exit::Exit::Unverified`].
+    /// done, and the run exits with [`crate::exit::Exit::Unverified`].
     pub unverified: Vec<String>,
     /// Why objects were skipped or copied: reason → count (dry runs list them too).
     pub reasons: BTreeMap<String, u64>,

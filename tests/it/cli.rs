@@ -215,7 +215,7 @@ fn readme_opens_with_the_two_commands_and_shows_the_exit_table() {
         head.contains(".ci/run") || head.contains("scripts/test"),
         "README must open with the test command"
     );
-    for (code, meaning) in moverctl::cli::exit::TABLE {
+    for (code, meaning) in moverctl::exit::TABLE {
         let row = format!("| {code} | {meaning} |");
         assert!(readme.contains(&row), "README exit table lacks: {row}");
     }

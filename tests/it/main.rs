@@ -12,6 +12,7 @@ mod from_url;
 mod gzip;
 mod habits;
 mod identity;
+mod job;
 mod json_schema;
 mod listing;
 mod local;
