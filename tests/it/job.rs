@@ -10,7 +10,6 @@ use moverctl::job::copy::{CopyJob, CopyOutcome};
 use moverctl::job::plan::{PlanSpec, Save, ShardSplit};
 use moverctl::job::sync::SyncJob;
 use moverctl::job::{self, JobError, Observer};
-use moverctl::money::Usd;
 use moverctl::plan::file::PlanFile;
 use moverctl::store::config::Remotes;
 use moverctl::transfer::CopyOptions;
