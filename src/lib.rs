@@ -42,6 +42,7 @@ pub mod plan;
 pub mod probe;
 pub mod shard;
 pub mod store;
+pub mod summary;
 pub mod tomlfile;
 pub mod transfer;
 pub mod units;

@@ -3,7 +3,8 @@
 
 use super::CliError;
 use super::args::{CopyArgs, ExecArgs};
-use super::copy_summary::{credentials_refused, event_json, summary_json, summary_text};
+use moverctl::summary::copy::{credentials_refused, summary_text, vs_plan_text};
+use moverctl::json::copy::{RunIds, event_json, summary_json};
 use super::engine::{Resolved, resolve, usage};
 use super::exit::Exit;
 use super::progress::{Display, Progress};
@@ -17,7 +18,7 @@ use std::io::Write;
 
 pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<Exit, CliError> {
     let (src, mut dst) = moverctl::job::copy::open_pair(catalog, &args.src, &args.dst, remotes)?;
-    super::stores::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
+    moverctl::job::trust::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, None)?;
     r.quiet = args.quiet;
     drive(src, dst, r, None, catalog, None)
@@ -45,7 +46,7 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
         &mut dst,
         remotes,
     )?;
-    super::stores::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
+    moverctl::job::trust::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, Some(&plan))?;
     if let Some(s) = &shard
         && args.engine.journal.is_none()
@@ -143,7 +144,7 @@ fn drive(
     let report = &out.report;
     if !r.json
         && !r.quiet
-        && let Some(h) = super::stores::crc_probe_hint(
+        && let Some(h) = moverctl::job::trust::crc_probe_hint(
             out.unprobed.as_deref(),
             &report.verified_by,
             report.written_bytes,
@@ -170,7 +171,7 @@ fn present(
     if r.quiet && out.exit == Exit::Success && !r.json {
         // Silent on success.
     } else if r.json {
-        let ids = super::copy_summary::RunIds {
+        let ids = RunIds {
             command: if plan.is_some() { "exec" } else { "copy" },
             source: src_shown,
             destination: dst_shown,
@@ -189,14 +190,14 @@ fn present(
     } else {
         eprint!(
             "{}",
-            summary_text(&out.report, src_shown, dst_shown, r, plan)
+            summary_text(&out.report, src_shown, dst_shown, &r.journal_path, plan)
         );
         match (&out.shard, &out.vs_plan) {
             (Some(view), _) => eprint!("{}", super::shard_cmd::shard_text(view)),
             // A shard's run is set against its own part of the plan, above; the whole plan
             // against one shard would mislead.
             (None, Some(_)) if sharded => {}
-            (None, Some(vs)) => eprint!("{}", super::copy_summary::vs_plan_text(vs)),
+            (None, Some(vs)) => eprint!("{}", vs_plan_text(vs)),
             (None, None) => {}
         }
     }

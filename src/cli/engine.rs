@@ -68,7 +68,7 @@ fn selection(e: &EngineArgs) -> Result<moverctl::transfer::filter::Selection, Cl
 /// The destination's part limits: its provider's (resolved as every command does), else
 /// `onprem`'s.
 fn default_limits(catalog: &Catalog, dst: &Store) -> StoreLimits {
-    super::stores::provider_of(catalog, dst)
+    moverctl::job::trust::provider_of(catalog, dst)
         .or_else(|| catalog.get("onprem").ok())
         .map(|p| p.file.limits.clone())
         .expect("the catalog has onprem")
@@ -122,19 +122,15 @@ fn display(
     ))
 }
 
-pub(super) fn resolve(
+/// The part rule, the destination's part limits (a plan's override its provider's) and the
+/// part buffers' bound.
+fn parts(
     e: &EngineArgs,
     catalog: &Catalog,
-    src: &Store,
     dst: &Store,
     plan: Option<&PlanFile>,
-) -> Result<Resolved, CliError> {
+) -> Result<(PartRule, StoreLimits, u64), CliError> {
     let size = |flag: &str, v: &str| parse_bytes(v).map_err(|m| usage(format!("{flag}: {m}")));
-    if e.transfers == 0 || e.part_concurrency == 0 {
-        return Err(usage(
-            "--transfers and --part-concurrency must be at least 1",
-        ));
-    }
     let mut dst_limits = default_limits(catalog, dst);
     let mut rule = PartRule {
         threshold: DEFAULT_MULTIPART_THRESHOLD,
@@ -167,7 +163,11 @@ pub(super) fn resolve(
             fmt_bytes(rule.preferred_part)
         )));
     }
-    let verify = match e.verify.as_str() {
+    Ok((rule, dst_limits, max_buffer))
+}
+
+fn verify_of(e: &EngineArgs) -> Result<Verify, CliError> {
+    Ok(match e.verify.as_str() {
         "auto" => Verify::Auto,
         "readback" => Verify::Readback,
         "strict" => Verify::Strict,
@@ -178,7 +178,11 @@ pub(super) fn resolve(
                 "--verify {o:?}: use auto, strict, size, md5 or readback"
             )));
         }
-    };
+    })
+}
+
+/// --bwlimit (fixed or a timetable) and --tpslimit over the whole run.
+fn rate_limits(e: &EngineArgs, src: &Store, dst: &Store) -> Result<Limits, CliError> {
     let bw = match &e.bwlimit {
         Some(v) => Some(moverctl::bwlimit::parse(v).map_err(|m| usage(format!("--bwlimit: {m}")))?),
         None => None,
@@ -189,7 +193,7 @@ pub(super) fn resolve(
     // A local side is neither a download nor an upload (see moverctl::bwlimit).
     let remote = |s: &Store| !matches!(s.kind, moverctl::store::Kind::Local);
     let (reads, writes) = (remote(src), remote(dst));
-    let limits = match bw {
+    Ok(match bw {
         Some(moverctl::bwlimit::BwLimit::Fixed(r)) => {
             Limits::new(r.effective(reads, writes), e.tpslimit)
         }
@@ -197,7 +201,11 @@ pub(super) fn resolve(
             .with_schedule(Arc::new(move || table.rate_now().effective(reads, writes))),
         None => Limits::new(None, e.tpslimit),
     }
-    .with_concurrency(e.transfers);
+    .with_concurrency(e.transfers))
+}
+
+/// --include/--exclude with the patterns of --include-from/--exclude-from.
+fn patterns(e: &EngineArgs) -> Result<(Vec<String>, Vec<String>), CliError> {
     let (mut includes, mut excludes) = (e.include.clone(), e.exclude.clone());
     for f in &e.include_from {
         includes
@@ -207,6 +215,25 @@ pub(super) fn resolve(
         excludes
             .extend(moverctl::transfer::filter::patterns_from("--exclude-from", f).map_err(usage)?);
     }
+    Ok((includes, excludes))
+}
+
+pub(super) fn resolve(
+    e: &EngineArgs,
+    catalog: &Catalog,
+    src: &Store,
+    dst: &Store,
+    plan: Option<&PlanFile>,
+) -> Result<Resolved, CliError> {
+    if e.transfers == 0 || e.part_concurrency == 0 {
+        return Err(usage(
+            "--transfers and --part-concurrency must be at least 1",
+        ));
+    }
+    let (rule, dst_limits, max_buffer) = parts(e, catalog, dst, plan)?;
+    let verify = verify_of(e)?;
+    let limits = rate_limits(e, src, dst)?;
+    let (includes, excludes) = patterns(e)?;
     if e.checkers == Some(0) {
         return Err(usage("--checkers must be at least 1"));
     }

@@ -7,26 +7,21 @@
 
 mod args;
 mod copy_cmd;
-mod copy_summary;
 mod docs_cmd;
 mod engine;
 pub use moverctl::exit;
 pub use moverctl::json;
 pub mod log;
 mod ls_cmd;
-mod metrics;
 mod outputs;
 mod pipe;
 mod plan_cmd;
 mod probe_cmd;
 mod progress;
 mod providers_cmd;
-mod remote_check;
 mod shard_cmd;
 mod status_cmd;
-pub mod stores;
 mod sync_cmd;
-mod sync_summary;
 
 use clap::{Args, Parser, Subcommand};
 use exit::Exit;
@@ -162,7 +157,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
     let catalog = load_catalog(cli.providers.as_deref())?;
     let load_remotes = || -> Result<moverctl::store::config::Remotes, CliError> {
         let r = moverctl::store::config::Remotes::load(cli.config.as_deref())?;
-        remote_check::check(&catalog, &r)?;
+        moverctl::job::trust::remotes::check(&catalog, &r)?;
         Ok(r)
     };
     match cli.command {

@@ -119,6 +119,35 @@ impl Snapshot {
     }
 }
 
+/// The main bar from a snapshot: its length once the total is known, its position and message.
+fn draw_main(main: &indicatif::ProgressBar, snap: &Snapshot, with_length: &mut bool) {
+    if let (Some((objects, bytes)), false) = (snap.total, *with_length) {
+        main.set_length(bytes);
+        main.set_style(style(true));
+        *with_length = true;
+        main.set_message(format!("{} / {objects} objects", snap.done_objects));
+    }
+    main.set_position(snap.done_bytes);
+    main.set_message(match snap.total {
+        Some((objects, _)) => format!(
+            "{} / {objects} objects{}",
+            snap.done_objects,
+            failed_note(snap.failed)
+        ),
+        None if snap.found > 0 => format!(
+            "{} objects done, listing: {} found so far{}",
+            snap.done_objects,
+            snap.found,
+            failed_note(snap.failed)
+        ),
+        None => format!(
+            "{} objects done, listing…{}",
+            snap.done_objects,
+            failed_note(snap.failed)
+        ),
+    });
+}
+
 impl Progress {
     pub(super) fn new(display: Display, counters: Arc<Counters>) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
@@ -151,31 +180,7 @@ impl Progress {
             while !stop2.load(Relaxed) {
                 let snap = Snapshot::take(&counters, display.planned, started);
                 if let Some(main) = &main {
-                    if let (Some((objects, bytes)), false) = (snap.total, with_length) {
-                        main.set_length(bytes);
-                        main.set_style(style(true));
-                        with_length = true;
-                        main.set_message(format!("{} / {objects} objects", snap.done_objects));
-                    }
-                    main.set_position(snap.done_bytes);
-                    main.set_message(match snap.total {
-                        Some((objects, _)) => format!(
-                            "{} / {objects} objects{}",
-                            snap.done_objects,
-                            failed_note(snap.failed)
-                        ),
-                        None if snap.found > 0 => format!(
-                            "{} objects done, listing: {} found so far{}",
-                            snap.done_objects,
-                            snap.found,
-                            failed_note(snap.failed)
-                        ),
-                        None => format!(
-                            "{} objects done, listing…{}",
-                            snap.done_objects,
-                            failed_note(snap.failed)
-                        ),
-                    });
+                    draw_main(main, &snap, &mut with_length);
                 }
                 if let Some(m) = &m2 {
                     object_bars(m, &counters, &mut bars, &object_style);

@@ -10,12 +10,11 @@ use super::CliError;
 use super::args::SyncArgs;
 use super::engine::{resolve, usage};
 use super::exit::Exit;
-use super::metrics::Metrics;
+use moverctl::job::sync::metrics::Metrics;
 use super::progress::Progress;
-use super::stores::resolve_storage_class;
-use super::sync_summary::{
-    dry_run_copy_line, dry_run_delete_line, messages, one_line, summary_json,
-};
+use moverctl::job::trust::resolve_storage_class;
+use moverctl::json::sync::SyncIds;
+use moverctl::summary::sync::{dry_run_copy_line, dry_run_delete_line, messages, one_line};
 use moverctl::catalog::Catalog;
 use moverctl::job::sync::{SyncJob, SyncOutcome as Outcome};
 use moverctl::store::Store;
@@ -29,7 +28,7 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
         super::outputs::check_file("--metrics-file", m)?;
     }
     if let Some(u) = &args.metrics_push {
-        super::metrics::check_push_url(u)?;
+        moverctl::job::sync::metrics::check_push_url(u)?;
     }
     let (src, mut dst) = moverctl::job::trust::open_pair(catalog, &args.src, &args.dst, remotes)?;
     let max_delete =
@@ -61,10 +60,13 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
     if let Some(m) = &metrics
         && !dry_run
     {
-        match &outcome {
+        let pushed = match &outcome {
             Ok(o) => m.write(Some(o), o.exit, started_at, finished)?,
             // A failed run still says so (and keeps the last success's time).
             Err(e) => m.write(None, e.exit(), started_at, finished)?,
+        };
+        if let Some(e) = pushed {
+            eprintln!("moverctl: warning: --metrics-push: {e}");
         }
     }
     match outcome {
@@ -151,20 +153,20 @@ fn run_and_show(
     progress.finish();
     let mut o = outcome?;
     let notes: Vec<String> = o.stale_lock.take().into_iter().collect();
-    let (problems, info) = messages(
-        &o,
-        args,
-        res,
-        &o.min_duration,
-        (&src_shown, &dst_shown),
-        notes,
-        &o.credentials_hint,
-    );
+    let ids = SyncIds {
+        source: &src_shown,
+        destination: &dst_shown,
+        delete: args.delete,
+        max_delete: &args.max_delete,
+        allow_empty_source: args.allow_empty_source,
+        journal: &res.journal_path,
+    };
+    let (problems, info) = messages(&o, &ids, notes);
     let line = one_line(&o, &src_shown, &dst_shown);
     if res.json {
         println!(
             "{}",
-            summary_json(&o, &src_shown, &dst_shown, args, res, &o.min_duration)
+            moverctl::json::sync::summary_json(&o, &ids)
         );
     } else if !args.quiet {
         println!("{line}");

@@ -29,6 +29,8 @@
 //! assert!(!dir.path().join("dst/gone.bin").exists());
 //! ```
 
+pub mod metrics;
+
 use super::pricing::{RunCost, SidePricing, price_run};
 use super::session::{JournalUse, Session, SessionSpec};
 use super::trust::{provider_of, region_of};
@@ -174,30 +176,5 @@ pub fn run(
         min_duration,
         stale_lock: session.stale_lock.take(),
         credentials_hint: hint,
-    })
-}
-
-/// A sync run's metrics to a Prometheus Pushgateway: PUT replaces the whole group at the Pushgateway with this run's metrics.
-pub fn push_metrics(url: &str, text: String) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    rt.block_on(async {
-        let res = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|e| e.to_string())?
-            .put(url)
-            .header("Content-Type", "text/plain; version=0.0.4")
-            .body(text)
-            .send()
-            .await
-            .map_err(|e| format!("{url}: {e}"))?;
-        if res.status().is_success() {
-            Ok(())
-        } else {
-            Err(format!("the Pushgateway answered {}", res.status()))
-        }
     })
 }

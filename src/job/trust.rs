@@ -5,6 +5,8 @@
 //! by the catalog and by a saved probe of the location. The one place: a library caller gets the
 //! same answers as the binary.
 
+pub mod remotes;
+
 use super::JobError;
 use crate::catalog::{Catalog, Provider, StorageClass, Tristate};
 use crate::probe::{ProbeReport, Status};

@@ -1,18 +1,17 @@
 //! What `copy` and `exec` print: the text summary on stderr, the `--json` summary and event
 //! lines, and the run set against its plan.
 
-use super::engine::Resolved;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
-use moverctl::job::pricing::VsPlan;
-use moverctl::plan::file::PlanFile;
-use moverctl::transfer::{Event, Report};
-use moverctl::units::{fmt_bytes, fmt_duration};
+use crate::job::pricing::VsPlan;
+use crate::plan::file::PlanFile;
+use crate::transfer::Report;
+use crate::units::{fmt_bytes, fmt_duration};
 use rust_decimal::Decimal;
 
 /// When objects failed because a store refused the credentials (the run exits 4, not 3): what
 /// to say, naming the locations and where their credentials came from (`hint`, see
-/// [`super::stores::credentials_hint`]), never a value.
-pub(super) fn credentials_refused(r: &Report, src: &str, dst: &str, hint: &str) -> Option<String> {
+/// [`crate::job::trust::credentials_hint`]), never a value.
+pub fn credentials_refused(r: &Report, src: &str, dst: &str, hint: &str) -> Option<String> {
     let n = r.auth_failures();
     (n > 0 || r.stopped_for_credentials.is_some()).then(|| {
         let stopped = match &r.stopped_for_credentials {
@@ -28,110 +27,8 @@ pub(super) fn credentials_refused(r: &Report, src: &str, dst: &str, hint: &str) 
     })
 }
 
-/// One event line of `--json` output (`schema` is the command's).
-pub(super) fn event_json(ev: &Event, schema: &str) -> String {
-    let v = match ev {
-        Event::Copied {
-            key,
-            bytes,
-            verified_by,
-        } => {
-            serde_json::json!({"event": "copied", "key": key, "bytes": bytes, "verified_by": verified_by})
-        }
-        Event::Skipped { key, bytes, reason } => {
-            serde_json::json!({"event": "skipped", "key": key, "bytes": bytes, "reason": reason})
-        }
-        Event::WouldCopy { key, bytes, reason } => {
-            serde_json::json!({"event": "would_copy", "key": key, "bytes": bytes, "reason": reason})
-        }
-        Event::Failed { key, error } => {
-            serde_json::json!({"event": "failed", "key": key, "error": error})
-        }
-        Event::Refused { key, reason } => {
-            serde_json::json!({"event": "refused", "key": key, "reason": reason})
-        }
-    };
-    super::json::stamp(schema, v).to_string()
-}
-
-/// The `failed` object of a JSON summary: counts and the first 100 keys with their errors.
-pub(super) fn failed_json(r: &Report) -> serde_json::Value {
-    serde_json::json!({
-        "objects": r.failed.len(),
-        "bytes": r.failed_bytes,
-        "keys": r.failed.iter().take(100).map(|f| serde_json::json!({"key": f.key, "error": f.error})).collect::<Vec<_>>(),
-    })
-}
-
-/// The `refused` object of a JSON summary: the count and the first 100 keys a store refused,
-/// with the reason.
-pub(super) fn refused_json(r: &Report) -> serde_json::Value {
-    serde_json::json!({
-        "objects": r.refused.len(),
-        "keys": r
-            .refused
-            .iter()
-            .take(100)
-            .map(|f| serde_json::json!({"key": f.key, "reason": f.error}))
-            .collect::<Vec<_>>(),
-    })
-}
-
-/// The copied (or, in a dry run, would-copy) objects of a summary, under the name that says
-/// which.
-pub(super) fn copied_key(r: &Report) -> &'static str {
-    if r.dry_run { "would_copy" } else { "copied" }
-}
-
-/// Where a copy or exec ran, for its summary.
-pub(super) struct RunIds<'a> {
-    pub command: &'a str,
-    pub source: &'a str,
-    pub destination: &'a str,
-    pub journal: &'a std::path::Path,
-    pub exit: super::exit::Exit,
-}
-
-pub(super) fn summary_json(r: &Report, plan: Option<&PlanFile>, ids: &RunIds) -> String {
-    let mut v = serde_json::json!({
-        "event": "summary",
-        "command": ids.command,
-        "source": ids.source,
-        "destination": ids.destination,
-        "dry_run": r.dry_run,
-        "interrupted": r.interrupted,
-        "stopped_for_credentials": r.stopped_for_credentials,
-        "exit_code": ids.exit as u8,
-        "skipped": {"objects": r.skipped, "bytes": r.skipped_bytes},
-        "failed": failed_json(r),
-        "refused": refused_json(r),
-        "filtered": r.filtered,
-        "verified_by": r.verified_by,
-        "no_source_digest": r.no_source_digest,
-        "unverified": {"objects": r.unverified.len(), "keys": r.unverified.iter().take(100).collect::<Vec<_>>()},
-        "reasons": r.reasons,
-        "requests": {"list_source": r.requests_list_src, "list_destination": r.requests_list_dst,
-                     "get": r.requests_get, "put": r.requests_put, "head": r.requests_head,
-                     "get_by_destination": r.fetched_by_destination},
-        "bytes_read": r.read_bytes,
-        "bytes_fetched_by_destination": r.fetched_by_destination_bytes,
-        "bytes_written": r.written_bytes,
-        "server_side": {"objects": r.server_side_objects, "bytes": r.server_side_bytes},
-        "resumed_parts": r.resumed_parts,
-        "aborted_uploads": r.aborted_uploads,
-        "open_multipart_uploads": r.open_uploads,
-        "retries": r.retries,
-        "throttle_events": r.throttle_events,
-        "seconds": super::json::number(rust_decimal::Decimal::from(r.elapsed.as_millis() as u64) / rust_decimal::Decimal::from(1000)),
-        "predicted_seconds": plan.map(|p| super::json::number(&p.prediction.seconds)),
-        "journal": (!r.dry_run).then(|| ids.journal.display().to_string()),
-    });
-    v[copied_key(r)] = serde_json::json!({"objects": r.copied, "bytes": r.copied_bytes});
-    super::json::stamp(super::json::COPY, v).to_string()
-}
-
 /// `verified: source-md5+dest-md5: 3, …` (labels in order), or nothing when none was copied.
-pub(super) fn verified_line(r: &Report) -> String {
+pub fn verified_line(r: &Report) -> String {
     if r.verified_by.is_empty() {
         return String::new();
     }
@@ -152,21 +49,17 @@ pub(super) fn verified_line(r: &Report) -> String {
 }
 
 /// Objects whose destination was checked by size only.
-pub(super) fn size_only(r: &Report) -> u64 {
+pub fn size_only(r: &Report) -> u64 {
     r.verified_by
         .iter()
-        .filter(|(k, _)| k.write == moverctl::transfer::WriteCheck::DestSize)
+        .filter(|(k, _)| k.write == crate::transfer::WriteCheck::DestSize)
         .map(|(_, v)| v)
         .sum()
 }
 
-pub(super) fn summary_text(
-    r: &Report,
-    src: &str,
-    dst: &str,
-    res: &Resolved,
-    plan: Option<&PlanFile>,
-) -> String {
+/// The objects table of a copy or exec summary: copied, skipped, failed (refused and filtered
+/// when there are any).
+fn counts_table(r: &Report) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
@@ -201,15 +94,13 @@ pub(super) fn summary_text(
             "-".into(),
         ]);
     }
+    t
+}
+
+/// Why objects were skipped, how they were verified, the requests and the time (against the
+/// plan's prediction with one).
+fn run_lines(r: &Report, plan: Option<&PlanFile>, out: &mut String) {
     let secs = r.elapsed.as_secs_f64().max(0.001);
-    let mut out = format!(
-        "\n{src} -> {dst}{}\n{t}\n",
-        if r.dry_run {
-            " (dry run: nothing changed)"
-        } else {
-            ""
-        }
-    );
     if !r.reasons.is_empty() {
         let reasons: Vec<String> = r.reasons.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         out.push_str(&format!("why: {}\n", reasons.join(", ")));
@@ -255,6 +146,10 @@ pub(super) fn summary_text(
             fmt_bytes(r.copied_bytes + r.skipped_bytes)
         ));
     }
+}
+
+/// The failures, refusals and what a user must know about how objects were checked.
+fn problem_lines(r: &Report, out: &mut String) {
     for f in r.failed.iter().take(20) {
         out.push_str(&format!("failed: {}: {}\n", f.key, f.error));
     }
@@ -300,14 +195,34 @@ pub(super) fn summary_text(
     if r.interrupted {
         out.push_str("interrupted: run the same command again to resume\n");
     }
+}
+
+pub fn summary_text(
+    r: &Report,
+    src: &str,
+    dst: &str,
+    journal: &std::path::Path,
+    plan: Option<&PlanFile>,
+) -> String {
+    let mut out = format!(
+        "\n{src} -> {dst}{}\n{}\n",
+        if r.dry_run {
+            " (dry run: nothing changed)"
+        } else {
+            ""
+        },
+        counts_table(r)
+    );
+    run_lines(r, plan, &mut out);
+    problem_lines(r, &mut out);
     if !r.dry_run {
-        out.push_str(&format!("journal: {}\n", res.journal_path.display()));
+        out.push_str(&format!("journal: {}\n", journal.display()));
     }
     out
 }
 
 /// A run against its plan, as the table after the summary.
-pub(super) fn vs_plan_text(v: &VsPlan) -> String {
+pub fn vs_plan_text(v: &VsPlan) -> String {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
@@ -325,7 +240,7 @@ pub(super) fn vs_plan_text(v: &VsPlan) -> String {
     for ((k, planned), (_, a)) in v.predicted.iter().zip(&v.actual) {
         t.add_row(vec![
             k.replace('_', " "),
-            moverctl::money::Usd(*planned).to_string(),
+            crate::money::Usd(*planned).to_string(),
             a.to_string(),
         ]);
     }
@@ -337,7 +252,7 @@ pub(super) fn vs_plan_text(v: &VsPlan) -> String {
 }
 
 /// The summary's line on unverified objects (exit 9), naming up to 20.
-pub(super) fn unverified_line(r: &Report) -> Option<String> {
+pub fn unverified_line(r: &Report) -> Option<String> {
     if r.unverified.is_empty() {
         return None;
     }
@@ -358,7 +273,8 @@ pub(super) fn unverified_line(r: &Report) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use moverctl::transfer::{ReadCheck as R, Verification, WriteCheck as W};
+    use crate::json::copy::{RunIds, event_json, summary_json};
+    use crate::transfer::{Event, ReadCheck as R, Verification, WriteCheck as W};
 
     fn report() -> Report {
         let mut r = Report::default();
@@ -390,7 +306,7 @@ mod tests {
             source: "a",
             destination: "b",
             journal: std::path::Path::new("j"),
-            exit: crate::cli::exit::Exit::Success,
+            exit: crate::exit::Exit::Success,
         };
         let v: serde_json::Value = serde_json::from_str(&summary_json(&r, None, &ids)).unwrap();
         assert_eq!(
@@ -403,7 +319,7 @@ mod tests {
             verified_by: Verification::new(R::SourceSize, W::DestContentMd5),
         };
         assert_eq!(
-            event_json(&ev, crate::cli::json::COPY),
+            event_json(&ev, crate::json::COPY),
             r#"{"bytes":3,"event":"copied","key":"k","schema":"moverctl.copy/1","verified_by":"source-size+dest-content-md5"}"#
         );
         assert_eq!(verified_line(&Report::default()), "");

@@ -1,33 +1,33 @@
 //! What `sync` prints: the one-line summary a cron mail shows, the problems and notes on stderr,
 //! the `--json` summary object, and the lines of a dry run.
 
-use super::args::SyncArgs;
-use super::copy_summary::{copied_key, credentials_refused, event_json, failed_json, refused_json};
-use super::engine::Resolved;
-use moverctl::job::sync::SyncOutcome as Outcome;
-use moverctl::transfer::Event;
-use moverctl::transfer::Report;
-use moverctl::transfer::sync::{Fate, MinDuration, Verdict};
-use moverctl::units::{fmt_bytes, fmt_duration};
+use super::copy::credentials_refused;
+use crate::json::sync::SyncIds;
+use crate::json::copy::event_json;
+use crate::job::sync::SyncOutcome as Outcome;
+use crate::transfer::Event;
+use crate::transfer::Report;
+use crate::transfer::sync::{Fate, MinDuration, Verdict};
+use crate::units::{fmt_bytes, fmt_duration};
 use rust_decimal::Decimal;
 
 /// The line a dry run prints for a copy decision (none for events a dry run does not show).
-pub(super) fn dry_run_copy_line(ev: &Event, json: bool) -> Option<String> {
+pub fn dry_run_copy_line(ev: &Event, json: bool) -> Option<String> {
     match ev {
         Event::WouldCopy { key, bytes, reason } => Some(if json {
-            event_json(ev, super::json::SYNC)
+            event_json(ev, crate::json::SYNC)
         } else {
             format!("would copy   {key}  ({}, {reason})", fmt_bytes(*bytes))
         }),
         Event::Failed { .. } | Event::Refused { .. } if json => {
-            Some(event_json(ev, super::json::SYNC))
+            Some(event_json(ev, crate::json::SYNC))
         }
         _ => None,
     }
 }
 
 /// The line a dry run prints for a destination-only object.
-pub(super) fn dry_run_delete_line(
+pub fn dry_run_delete_line(
     key: &str,
     bytes: u64,
     fate: &Fate,
@@ -43,8 +43,8 @@ pub(super) fn dry_run_delete_line(
         Fate::Deleted | Fate::DeleteFailed(_) => return None,
     };
     if json {
-        let mut v = super::json::stamp(
-            super::json::SYNC,
+        let mut v = crate::json::stamp(
+            crate::json::SYNC,
             serde_json::json!({"event": event, "key": key, "bytes": bytes}),
         );
         if let Fate::Kept(fee) = fate {
@@ -65,7 +65,7 @@ pub(super) fn dry_run_delete_line(
     Some(format!("{verb} {key}  ({}{extra})", fmt_bytes(bytes)))
 }
 
-pub(super) fn secs(r: &Report) -> Decimal {
+pub fn secs(r: &Report) -> Decimal {
     Decimal::from(r.elapsed.as_millis() as u64) / Decimal::from(1000)
 }
 
@@ -78,7 +78,7 @@ fn took(secs: Decimal) -> String {
     }
 }
 
-pub(super) fn one_line(o: &Outcome, src: &str, dst: &str) -> String {
+pub fn one_line(o: &Outcome, src: &str, dst: &str) -> String {
     let r = &o.report;
     let d = &o.deletes;
     let dry = if r.dry_run { " (dry run)" } else { "" };
@@ -146,15 +146,9 @@ pub(super) fn one_line(o: &Outcome, src: &str, dst: &str) -> String {
 }
 
 /// (problems, information): problems are printed even with --quiet.
-pub(super) fn messages(
-    o: &Outcome,
-    args: &SyncArgs,
-    res: &Resolved,
-    min: &Option<MinDuration>,
-    (src, dst): (&str, &str),
-    notes: Vec<String>,
-    credentials_hint: &str,
-) -> (Vec<String>, Vec<String>) {
+pub fn messages(o: &Outcome, ids: &SyncIds, notes: Vec<String>) -> (Vec<String>, Vec<String>) {
+    let (src, dst) = (ids.source, ids.destination);
+    let (min, credentials_hint) = (&o.min_duration, o.credentials_hint.as_str());
     let r = &o.report;
     let d = &o.deletes;
     let mut problems = notes;
@@ -179,7 +173,7 @@ pub(super) fn messages(
     }
     if let Some(n) = r
         .reasons
-        .get(moverctl::transfer::diff::CHANGED_AT_DESTINATION)
+        .get(crate::transfer::diff::CHANGED_AT_DESTINATION)
         .filter(|n| **n > 0)
     {
         info.push(format!(
@@ -193,12 +187,56 @@ pub(super) fn messages(
             r.no_source_digest
         ));
     }
-    if let Some(l) = super::copy_summary::unverified_line(r) {
+    if let Some(l) = super::copy::unverified_line(r) {
         problems.push(l.trim_start_matches("! ").to_string());
     }
     if r.interrupted {
         problems.push("interrupted: nothing was deleted; run again to resume".into());
     }
+    delete_verdict(o, ids, (&mut problems, &mut info));
+    if d.kept_young > 0
+        && let Some(m) = min
+    {
+        info.push(format!(
+            "kept {} objects ({}) younger than {}'s {}-day minimum storage duration; deleting them now would cost {} (--allow-early-delete)",
+            d.kept_young,
+            fmt_bytes(d.kept_young_bytes),
+            m.class,
+            m.days,
+            d.kept_fee
+        ));
+    }
+    if !d.early_fees.is_zero() {
+        info.push(format!(
+            "deleting objects before their minimum storage duration {} {} in early-deletion fees",
+            if r.dry_run { "would cost" } else { "cost" },
+            d.early_fees
+        ));
+    }
+    if r.dest_filtered > 0 && ids.delete {
+        info.push(format!(
+            "{} objects only at the destination are outside --include/--exclude and were left alone",
+            r.dest_filtered
+        ));
+    }
+    if o.cost.source_priced_as.is_none() || o.cost.destination_priced_as.is_none() {
+        info.push(
+            "a side without a catalog provider is priced at $0 (set `provider` in its remote)"
+                .into(),
+        );
+    }
+    (problems, info)
+}
+
+/// What the delete phase's verdict means for the user: a problem when a guard held deletes
+/// back, a note when --delete was not given.
+fn delete_verdict(
+    o: &Outcome,
+    ids: &SyncIds,
+    (problems, info): (&mut Vec<String>, &mut Vec<String>),
+) {
+    let (src, dst) = (ids.source, ids.destination);
+    let (r, d) = (&o.report, &o.deletes);
     let candidates = format!(
         "{} objects ({}) only at the destination",
         d.deletable,
@@ -223,15 +261,15 @@ pub(super) fn messages(
              First check that {src} and {dst} are the paths you meant and do not overlap (one store reached through two spellings of its endpoint, \
              a source inside the destination, a wrong bucket or prefix): deleting then would remove objects that are not extra. \
              Only if the source really lost them, run once with a higher --max-delete{}",
-            args.max_delete,
+            ids.max_delete,
             d.allowed,
             r.dest_objects,
-            if res.opts.dry_run {
+            if o.report.dry_run {
                 String::new()
             } else {
                 format!(
                     " (they are listed in {}: select key from sync_candidates where status = 'held')",
-                    res.journal_path.display()
+                    ids.journal.display()
                 )
             }
         )),
@@ -240,98 +278,5 @@ pub(super) fn messages(
         )),
         _ => {}
     }
-    if d.kept_young > 0
-        && let Some(m) = min
-    {
-        info.push(format!(
-            "kept {} objects ({}) younger than {}'s {}-day minimum storage duration; deleting them now would cost {} (--allow-early-delete)",
-            d.kept_young,
-            fmt_bytes(d.kept_young_bytes),
-            m.class,
-            m.days,
-            d.kept_fee
-        ));
-    }
-    if !d.early_fees.is_zero() {
-        info.push(format!(
-            "deleting objects before their minimum storage duration {} {} in early-deletion fees",
-            if r.dry_run { "would cost" } else { "cost" },
-            d.early_fees
-        ));
-    }
-    if r.dest_filtered > 0 && args.delete {
-        info.push(format!(
-            "{} objects only at the destination are outside --include/--exclude and were left alone",
-            r.dest_filtered
-        ));
-    }
-    if o.cost.source_priced_as.is_none() || o.cost.destination_priced_as.is_none() {
-        info.push(
-            "a side without a catalog provider is priced at $0 (set `provider` in its remote)"
-                .into(),
-        );
-    }
-    (problems, info)
 }
 
-pub(super) fn summary_json(
-    o: &Outcome,
-    src: &str,
-    dst: &str,
-    args: &SyncArgs,
-    res: &Resolved,
-    min: &Option<MinDuration>,
-) -> serde_json::Value {
-    let r = &o.report;
-    let d = &o.deletes;
-    let mut v = serde_json::json!({
-        "event": "summary",
-        "command": "sync",
-        "source": src,
-        "destination": dst,
-        "dry_run": r.dry_run,
-        "interrupted": r.interrupted,
-        "stopped_for_credentials": r.stopped_for_credentials,
-        "exit_code": o.exit as u8,
-        "skipped": {"objects": r.skipped, "bytes": r.skipped_bytes},
-        "failed": failed_json(r),
-        "refused": refused_json(r),
-        "filtered": r.filtered,
-        "reasons": r.reasons,
-        "verified_by": r.verified_by,
-        "no_source_digest": r.no_source_digest,
-        "unverified": {"objects": r.unverified.len(), "keys": r.unverified.iter().take(100).collect::<Vec<_>>()},
-        "source_objects": r.src_objects,
-        "destination_objects": r.dest_objects,
-        "delete": {
-            "asked": args.delete,
-            "verdict": d.verdict.map(|v| v.as_str()),
-            "max_delete": args.max_delete,
-            "allow_empty_source": args.allow_empty_source,
-            "allowed": d.allowed,
-            "candidates": {"objects": d.deletable, "bytes": d.deletable_bytes},
-            "deleted": {"objects": d.deleted, "bytes": d.deleted_bytes},
-            "failed": {"objects": d.failed.len(),
-                       "keys": d.failed.iter().take(100).map(|(k, e)| serde_json::json!({"key": k, "error": e})).collect::<Vec<_>>()},
-            "kept_min_duration": {"objects": d.kept_young, "bytes": d.kept_young_bytes,
-                                  "early_deletion_fee": d.kept_fee.to_json(),
-                                  "class": min.as_ref().map(|m| m.class.clone()),
-                                  "days": min.as_ref().map(|m| m.days)},
-            "protected_by_filters": r.dest_filtered,
-        },
-        "requests": {"list_source": r.requests_list_src, "list_destination": r.requests_list_dst,
-                     "get": r.requests_get, "put": r.requests_put, "head": r.requests_head,
-                     "delete": d.requests_delete,
-                     "get_by_destination": r.fetched_by_destination},
-        "bytes_read": r.read_bytes,
-        "bytes_fetched_by_destination": r.fetched_by_destination_bytes,
-        "bytes_written": r.written_bytes,
-        "server_side": {"objects": r.server_side_objects, "bytes": r.server_side_bytes},
-        "retries": r.retries,
-        "cost": o.cost.json(),
-        "seconds": secs(r).to_string().parse::<serde_json::Number>().ok(),
-        "journal": (!r.dry_run).then(|| res.journal_path.display().to_string()),
-    });
-    v[copied_key(r)] = serde_json::json!({"objects": r.copied, "bytes": r.copied_bytes});
-    super::json::stamp(super::json::SYNC, v)
-}

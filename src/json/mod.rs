@@ -5,6 +5,9 @@
 //! failed and refused objects, `open_multipart_uploads`); money is a JSON number of US dollars,
 //! exact to the micro-dollar.
 
+pub mod copy;
+pub mod sync;
+
 use serde_json::Value;
 
 pub const LS: &str = "moverctl.ls/1";

@@ -3,13 +3,15 @@
 //! minimum-duration guard off) and a `storage_class` that provider does not have are refused,
 //! naming the known ones and the line of the file.
 
-use super::CliError;
-use super::stores::{find_class, wire_class};
-use moverctl::catalog::Catalog;
-use moverctl::store::Kind;
-use moverctl::store::config::Remotes;
+use super::{find_class, wire_class};
+use crate::job::JobError;
+use crate::catalog::Catalog;
+use crate::store::Kind;
+use crate::store::config::Remotes;
 
-pub fn check(catalog: &Catalog, remotes: &Remotes) -> Result<(), CliError> {
+/// Refuses a remote whose `provider` the catalog does not know or whose `storage_class` that
+/// provider does not have.
+pub fn check(catalog: &Catalog, remotes: &Remotes) -> Result<(), JobError> {
     for (name, r) in remotes.iter() {
         let Some(id) = &r.provider else {
             continue;
