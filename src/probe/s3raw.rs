@@ -14,7 +14,7 @@
 //!
 //! A checksum is "stored" when HEAD with `x-amz-checksum-mode: ENABLED` returns the value sent.
 
-use super::checks::{short, test_bytes};
+use super::common::{short, test_bytes};
 use super::{Ctx, Finding, ProbeReport, Status};
 use crate::store::OpenError;
 use crate::store::config::{Remote, Remotes};

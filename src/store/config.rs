@@ -13,7 +13,6 @@
 //! secret_access_key_env = "B2_APP_KEY"
 //! ```
 
-use super::location::{Location, LocationError, remote_location};
 use crate::tomlfile::{self, FileError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -305,17 +304,6 @@ impl Remotes {
     }
 }
 
-impl Remote {
-    pub(crate) fn location(
-        &self,
-        name: &str,
-        given: &str,
-        rest: &str,
-    ) -> Result<Location, LocationError> {
-        remote_location(&self.kind, name, given, rest, self.root.as_ref())
-    }
-}
-
 pub fn default_path() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
@@ -326,6 +314,7 @@ pub fn default_path() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::location::Location;
 
     #[test]
     fn parses_a_remote_and_uses_it() {

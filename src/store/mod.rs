@@ -7,6 +7,7 @@ pub mod awscreds;
 pub mod caps;
 pub mod config;
 pub mod creds;
+mod entry;
 pub mod error;
 pub mod http;
 pub mod list;
