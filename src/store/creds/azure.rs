@@ -78,35 +78,10 @@ pub fn azure(
         .and_then(|r| r.account.clone())
         .or_else(|| env("AZURE_STORAGE_ACCOUNT_NAME"))
         .or_else(|| env("AZURE_STORAGE_ACCOUNT"));
-    if let Some(r) = remote {
-        if r.anonymous {
-            return Ok((
-                account,
-                AzureCreds::Anonymous,
-                "none (the remote says anonymous = true)".into(),
-            ));
-        }
-        if r.use_emulator && r.account_key_env.is_none() && r.sas_token_env.is_none() {
-            return Ok((
-                account,
-                AzureCreds::Emulator,
-                "the storage emulator's well-known key (the remote's use_emulator)".into(),
-            ));
-        }
-        if let Some(k) = &r.account_key_env {
-            return Ok((
-                account,
-                AzureCreds::Key(need_env(location, "account_key_env", k)?),
-                format!("the environment variable {k} (the remote's account_key_env)"),
-            ));
-        }
-        if let Some(s) = &r.sas_token_env {
-            return Ok((
-                account,
-                AzureCreds::Sas(need_env(location, "sas_token_env", s)?),
-                format!("the environment variable {s} (the remote's sas_token_env)"),
-            ));
-        }
+    if let Some(r) = remote
+        && let Some((c, f)) = named_by_remote(location, r)?
+    {
+        return Ok((account, c, f));
     }
     if account.is_none() {
         return Err(MissingCredentials {
@@ -115,6 +90,62 @@ pub fn azure(
         });
     }
     let want = remote.and_then(|r| r.credential.clone());
+    if let Some((c, f)) = picked_identity(location, want.as_deref())? {
+        return Ok((account, c, f));
+    }
+    match from_environment(want.as_deref()) {
+        Some((c, f)) => Ok((account, c, f)),
+        None => Err(MissingCredentials {
+            location: location.into(),
+            hint: "set AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN for the account; or sign in with \
+                   `az login` and set AZURE_USE_AZURE_CLI=true (or credential = \"azure_cli\" in a remote); or set \
+                   AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET (a service principal) or \
+                   AZURE_FEDERATED_TOKEN_FILE (workload identity); on an Azure VM the managed identity is used; \
+                   or name the variables in a remote (account_key_env, sas_token_env)"
+                .into(),
+        }),
+    }
+}
+
+/// What a remote's own settings name, before anything else: anonymous access, the emulator's
+/// key, or the variables of an account key or SAS token (which must then be set).
+fn named_by_remote(
+    location: &str,
+    r: &Remote,
+) -> Result<Option<(AzureCreds, String)>, MissingCredentials> {
+    if r.anonymous {
+        return Ok(Some((
+            AzureCreds::Anonymous,
+            "none (the remote says anonymous = true)".into(),
+        )));
+    }
+    if r.use_emulator && r.account_key_env.is_none() && r.sas_token_env.is_none() {
+        return Ok(Some((
+            AzureCreds::Emulator,
+            "the storage emulator's well-known key (the remote's use_emulator)".into(),
+        )));
+    }
+    if let Some(k) = &r.account_key_env {
+        return Ok(Some((
+            AzureCreds::Key(need_env(location, "account_key_env", k)?),
+            format!("the environment variable {k} (the remote's account_key_env)"),
+        )));
+    }
+    if let Some(s) = &r.sas_token_env {
+        return Ok(Some((
+            AzureCreds::Sas(need_env(location, "sas_token_env", s)?),
+            format!("the environment variable {s} (the remote's sas_token_env)"),
+        )));
+    }
+    Ok(None)
+}
+
+/// The Entra identity a remote's `credential` picks, refused when a variable it needs is not
+/// set; `None` for any other choice (or none).
+fn picked_identity(
+    location: &str,
+    want: Option<&str>,
+) -> Result<Option<(AzureCreds, String)>, MissingCredentials> {
     let picked = " (the remote's credential)";
     let need = |vars: &[&str], kind: &str| -> Result<(), MissingCredentials> {
         match vars.iter().find(|v| env(v).is_none()) {
@@ -125,7 +156,7 @@ pub fn azure(
             None => Ok(()),
         }
     };
-    match want.as_deref() {
+    match want {
         Some("workload_identity") => {
             need(
                 &[
@@ -135,39 +166,35 @@ pub fn azure(
                 ],
                 "workload_identity",
             )?;
-            let (c, f) = entra("workload_identity", picked);
-            return Ok((account, c, f));
+            Ok(Some(entra("workload_identity", picked)))
         }
         Some("client_secret") => {
             need(
                 &["AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_TENANT_ID"],
                 "client_secret",
             )?;
-            let (c, f) = entra("client_secret", picked);
-            return Ok((account, c, f));
+            Ok(Some(entra("client_secret", picked)))
         }
-        Some(k @ ("azure_cli" | "managed_identity")) => {
-            let (c, f) = entra(
-                if k == "azure_cli" {
-                    "azure_cli"
-                } else {
-                    "managed_identity"
-                },
-                picked,
-            );
-            return Ok((account, c, f));
-        }
-        _ => {}
+        Some(k @ ("azure_cli" | "managed_identity")) => Ok(Some(entra(
+            if k == "azure_cli" {
+                "azure_cli"
+            } else {
+                "managed_identity"
+            },
+            picked,
+        ))),
+        _ => Ok(None),
     }
+}
+
+/// The environment's credential in object_store's order, when the remote picks none (`want`
+/// is `None`), or the account key or SAS token it picks.
+fn from_environment(want: Option<&str>) -> Option<(AzureCreds, String)> {
     let auto = want.is_none();
-    if auto || want.as_deref() == Some("account_key") {
+    if auto || want == Some("account_key") {
         for v in ["AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY"] {
             if let Some(k) = env(v) {
-                return Ok((
-                    account,
-                    AzureCreds::Key(k),
-                    format!("the environment variable {v}"),
-                ));
+                return Some((AzureCreds::Key(k), format!("the environment variable {v}")));
             }
         }
     }
@@ -180,45 +207,29 @@ pub fn azure(
         .iter()
         .all(|v| env(v).is_some())
         {
-            let (c, f) = entra("workload_identity", "");
-            return Ok((account, c, f));
+            return Some(entra("workload_identity", ""));
         }
         if ["AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_TENANT_ID"]
             .iter()
             .all(|v| env(v).is_some())
         {
-            let (c, f) = entra("client_secret", "");
-            return Ok((account, c, f));
+            return Some(entra("client_secret", ""));
         }
     }
-    if auto || want.as_deref() == Some("sas_token") {
+    if auto || want == Some("sas_token") {
         for v in ["AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_SAS_KEY"] {
             if let Some(t) = env(v) {
-                return Ok((
-                    account,
-                    AzureCreds::Sas(t),
-                    format!("the environment variable {v}"),
-                ));
+                return Some((AzureCreds::Sas(t), format!("the environment variable {v}")));
             }
         }
     }
     if auto {
         if env("AZURE_USE_AZURE_CLI").is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1") {
-            let (c, f) = entra("azure_cli", " (AZURE_USE_AZURE_CLI)");
-            return Ok((account, c, f));
+            return Some(entra("azure_cli", " (AZURE_USE_AZURE_CLI)"));
         }
         if on_azure() {
-            let (c, f) = entra("managed_identity", "");
-            return Ok((account, c, f));
+            return Some(entra("managed_identity", ""));
         }
     }
-    Err(MissingCredentials {
-        location: location.into(),
-        hint: "set AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN for the account; or sign in with \
-               `az login` and set AZURE_USE_AZURE_CLI=true (or credential = \"azure_cli\" in a remote); or set \
-               AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET (a service principal) or \
-               AZURE_FEDERATED_TOKEN_FILE (workload identity); on an Azure VM the managed identity is used; \
-               or name the variables in a remote (account_key_env, sas_token_env)"
-            .into(),
-    })
+    None
 }
