@@ -68,8 +68,8 @@
 //! by a stream of small ones. governor's waits use a wall-clock timer (`futures_timer`), not tokio
 //! time; `tokio::time::pause()` does not affect them.
 //!
-//! The throttles by concern: [`bytes`] (the byte bucket and its cells), [`requests`] (the
-//! request limiter), [`window`] (the AIMD controller and the slot window); this module holds
+//! The throttles by concern: `bytes` (the byte bucket and its cells), `requests` (the
+//! request limiter), `window` (the AIMD controller and the slot window); this module holds
 //! [`Limits`], which owns one of each, the counters, and the slot guard.
 
 use std::fmt;

@@ -25,6 +25,9 @@
 //!
 //! Every store's order is checked: a key that is not greater than the one before ends the
 //! listing with [`ListError::Unsorted`], because everything downstream merge-joins sorted streams.
+//!
+//! What a listing yields ([`Entry`], [`Listed`], [`ListError`]) is declared in `super::entry`,
+//! which the local folder walk shares, and re-exported here.
 
 pub use super::entry::{Entry, ListError, Listed};
 use super::s3list::{Page, PageError, RawEntry, S3Pages};

@@ -16,7 +16,7 @@
 //!
 //! Every source but anonymous is served through one [`super::awscreds::AwsCredentialCache`] per store.
 //!
-//! By provider: [`aws`] (S3), [`gcp`] (GCS), [`azure`]; [`common`] holds the error and the
+//! By provider: `aws` (S3), `gcp` (GCS), `azure`; `common` holds the error and the
 //! environment reading they share.
 
 mod aws;
