@@ -157,8 +157,12 @@ const CHECKSUM_HEADERS: &[&str] = &[
     "sha256",
 ];
 
+/// The refusal of the field at `p`, saying `m`.
+fn err<T>(p: &str, m: String) -> Result<T, Invalid> {
+    Err((p.to_string(), m))
+}
+
 fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
-    let err = |p: &str, m: String| Err((p.to_string(), m));
     if f.schema != 1 {
         return err(
             "schema",
@@ -197,11 +201,47 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
     check_date("billing.as_of", &f.billing.as_of)?;
     check_egress("egress", &f.egress)?;
     check_date("transfer.as_of", &f.transfer.as_of)?;
-    if f.classes.is_empty() {
+    let class_ids = check_classes(&f.classes)?;
+    if !class_ids.contains(f.default_class.as_str()) {
+        return err(
+            "default_class",
+            format!(
+                "{:?} is not one of the classes: {}",
+                f.default_class,
+                join(&class_ids)
+            ),
+        );
+    }
+    let region_ids = check_regions(&f.regions, &class_ids)?;
+    if !region_ids.contains(f.default_region.as_str()) {
+        return err(
+            "default_region",
+            format!(
+                "{:?} is not one of the regions: {}",
+                f.default_region,
+                join(&region_ids)
+            ),
+        );
+    }
+    check_limits(&f.limits)?;
+    if let Some(w) = &f.exit_waiver {
+        check_date("exit_waiver.as_of", &w.as_of)?;
+        check_date("exit_waiver.announced", &w.announced)?;
+    }
+    if let Some(m) = &f.minimum_monthly {
+        check_date("minimum_monthly.as_of", &m.as_of)?;
+    }
+    Ok(())
+}
+
+/// The storage classes: at least one, each once, with sound prices, dates and restore tiers.
+/// Returns their ids.
+fn check_classes(classes: &[StorageClass]) -> Result<BTreeSet<&str>, Invalid> {
+    if classes.is_empty() {
         return err("classes", "at least one storage class is needed".into());
     }
     let mut class_ids = BTreeSet::new();
-    for (i, c) in f.classes.iter().enumerate() {
+    for (i, c) in classes.iter().enumerate() {
         let at = format!("classes[{i}]");
         if !class_ids.insert(c.id.as_str()) {
             return err(
@@ -227,53 +267,59 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
             );
         }
         check_date(&format!("{at}.as_of"), &c.as_of)?;
-        let mut tier_ids = BTreeSet::new();
-        for (j, t) in c.restore_tiers.iter().enumerate() {
-            let tat = format!("{at}.restore_tiers[{j}]");
-            if !RESTORE_TIERS.contains(&t.id.as_str()) {
-                return err(
-                    &format!("{tat}.id"),
-                    format!("{:?} is not one of {}", t.id, RESTORE_TIERS.join(", ")),
-                );
-            }
-            if !tier_ids.insert(t.id.as_str()) {
-                return err(
-                    &format!("{tat}.id"),
-                    format!("restore tier {:?} appears twice", t.id),
-                );
-            }
-            if !c.archive {
-                return err(
-                    &tat,
-                    "restore tiers need an archive class (archive = true)".into(),
-                );
-            }
-            if let Some(rp) = &t.retrieval_request
-                && rp.per == 0
-            {
-                return err(
-                    &format!("{tat}.retrieval_request.per"),
-                    "must be above zero".into(),
-                );
-            }
-            check_date(&format!("{tat}.as_of"), &t.as_of)?;
+        check_restore_tiers(&at, c)?;
+    }
+    Ok(class_ids)
+}
+
+/// A class's restore tiers (the class at `at`): known ids, each once, only on an archive
+/// class, with sound prices and dates.
+fn check_restore_tiers(at: &str, c: &StorageClass) -> Result<(), Invalid> {
+    let mut tier_ids = BTreeSet::new();
+    for (j, t) in c.restore_tiers.iter().enumerate() {
+        let tat = format!("{at}.restore_tiers[{j}]");
+        if !RESTORE_TIERS.contains(&t.id.as_str()) {
+            return err(
+                &format!("{tat}.id"),
+                format!("{:?} is not one of {}", t.id, RESTORE_TIERS.join(", ")),
+            );
         }
+        if !tier_ids.insert(t.id.as_str()) {
+            return err(
+                &format!("{tat}.id"),
+                format!("restore tier {:?} appears twice", t.id),
+            );
+        }
+        if !c.archive {
+            return err(
+                &tat,
+                "restore tiers need an archive class (archive = true)".into(),
+            );
+        }
+        if let Some(rp) = &t.retrieval_request
+            && rp.per == 0
+        {
+            return err(
+                &format!("{tat}.retrieval_request.per"),
+                "must be above zero".into(),
+            );
+        }
+        check_date(&format!("{tat}.as_of"), &t.as_of)?;
     }
-    if !class_ids.contains(f.default_class.as_str()) {
-        return err(
-            "default_class",
-            format!(
-                "{:?} is not one of the classes: {}",
-                f.default_class,
-                join(&class_ids)
-            ),
-        );
-    }
-    if f.regions.is_empty() {
+    Ok(())
+}
+
+/// The regions: at least one, each once, overriding prices only of known classes and then
+/// with their own source and date. Returns their ids.
+fn check_regions<'f>(
+    regions: &'f [Region],
+    class_ids: &BTreeSet<&str>,
+) -> Result<BTreeSet<&'f str>, Invalid> {
+    if regions.is_empty() {
         return err("regions", "at least one region is needed".into());
     }
     let mut region_ids = BTreeSet::new();
-    for (i, r) in f.regions.iter().enumerate() {
+    for (i, r) in regions.iter().enumerate() {
         let at = format!("regions[{i}]");
         if !region_ids.insert(r.id.as_str()) {
             return err(
@@ -285,7 +331,7 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
             if !class_ids.contains(k.as_str()) {
                 return err(
                     &format!("{at}.storage_per_gb_month.{k}"),
-                    format!("{k:?} is not one of the classes: {}", join(&class_ids)),
+                    format!("{k:?} is not one of the classes: {}", join(class_ids)),
                 );
             }
         }
@@ -303,17 +349,11 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
             check_date(&format!("{at}.as_of"), d)?;
         }
     }
-    if !region_ids.contains(f.default_region.as_str()) {
-        return err(
-            "default_region",
-            format!(
-                "{:?} is not one of the regions: {}",
-                f.default_region,
-                join(&region_ids)
-            ),
-        );
-    }
-    let l = &f.limits;
+    Ok(region_ids)
+}
+
+/// The provider's limits: part counts and sizes that can be met, known checksum headers.
+fn check_limits(l: &Limits) -> Result<(), Invalid> {
     if l.max_parts == 0 {
         return err("limits.max_parts", "must be above zero".into());
     }
@@ -340,15 +380,7 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
             );
         }
     }
-    check_date("limits.as_of", &l.as_of)?;
-    if let Some(w) = &f.exit_waiver {
-        check_date("exit_waiver.as_of", &w.as_of)?;
-        check_date("exit_waiver.announced", &w.announced)?;
-    }
-    if let Some(m) = &f.minimum_monthly {
-        check_date("minimum_monthly.as_of", &m.as_of)?;
-    }
-    Ok(())
+    check_date("limits.as_of", &l.as_of)
 }
 
 fn join(s: &BTreeSet<&str>) -> String {

@@ -2,6 +2,7 @@
 //! its own failures into an "unknown" finding; only the very first write is fatal, because
 //! without it nothing else can be learned (and a refused credential should say so).
 
+use super::common::{short, test_bytes};
 use super::{Ctx, Finding, ProbeError, ProbeOpts, ProbeReport, Status, s3raw};
 use crate::store::Kind;
 use crate::store::list::{ListError, Listed, list};
@@ -50,20 +51,6 @@ pub(crate) async fn run_all(
     Ok(())
 }
 
-/// Incompressible test bytes from a seed (xorshift64*), so no layer can shortcut the transfer.
-pub(crate) fn test_bytes(seed: u64, len: usize) -> Bytes {
-    let mut x = seed | 1;
-    let mut v = Vec::with_capacity(len + 8);
-    while v.len() < len {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        v.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    v.truncate(len);
-    Bytes::from(v)
-}
-
 pub(crate) fn md5_hex(b: &[u8]) -> String {
     hex(&Md5::digest(b))
 }
@@ -75,42 +62,6 @@ pub(crate) fn hex(b: &[u8]) -> String {
         let _ = write!(s, "{x:02x}");
     }
     s
-}
-
-/// An error in one short line: the S3 error code and message when the text carries them, else
-/// the first 160 characters.
-pub(crate) fn short(e: &dyn std::fmt::Display) -> String {
-    let s: String = e
-        .to_string()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let tag = |t: &str| {
-        let open = format!("<{t}>");
-        let start = s.find(&open)? + open.len();
-        let end = s[start..].find(&format!("</{t}>"))? + start;
-        Some(s[start..end].to_string())
-    };
-    if let Some(code) = tag("Code") {
-        return match tag("Message") {
-            Some(m) => truncate(&format!("{code}: {m}"), 90),
-            None => code,
-        };
-    }
-    truncate(&s, 160)
-}
-
-/// At most `n` characters, cut at a word boundary when there is one, with '…' when cut.
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let head: String = s.chars().take(n).collect();
-    let cut = match head.rfind(' ') {
-        Some(i) if i > n / 2 => &head[..i],
-        _ => head.as_str(),
-    };
-    format!("{}…", cut.trim_end_matches([',', ':', ';']))
 }
 
 fn unquote(e: &str) -> &str {
@@ -671,28 +622,6 @@ async fn throughput(ctx: &Ctx<'_>, opts: &ProbeOpts, report: &mut ProbeReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn short_errors_keep_the_s3_code() {
-        let e = "Client error with status 400 Bad Request: <?xml version=\"1.0\"?>\n<Error><Code>BadDigest</Code><Message>The Content-MD5 you specified did not match</Message></Error>";
-        assert_eq!(
-            short(&e),
-            "BadDigest: The Content-MD5 you specified did not match"
-        );
-        assert_eq!(short(&"x".repeat(200)).chars().count(), 161);
-        let garage = "<Code>InvalidDigest</Code><Message>Invalid digest: Failed to validate checksum for algorithm Sha256: calculated Some(Sha256([108, 1, 2]))</Message>";
-        assert_eq!(
-            short(&garage),
-            "InvalidDigest: Invalid digest: Failed to validate checksum for algorithm Sha256…"
-        );
-    }
-
-    #[test]
-    fn test_bytes_are_deterministic_and_sized() {
-        assert_eq!(test_bytes(7, 1001), test_bytes(7, 1001));
-        assert_ne!(test_bytes(7, 64), test_bytes(8, 64));
-        assert_eq!(test_bytes(7, 13).len(), 13);
-    }
 
     #[test]
     fn median_of_even_and_odd() {

@@ -54,8 +54,9 @@
 //! multipart upload used, or null. The location never carries a credential.
 
 mod checks;
+mod common;
 /// An error in one short line (the S3 error code and message when it carries them).
-pub(crate) use checks::short as short_error;
+pub(crate) use common::short as short_error;
 pub mod rates;
 pub mod s3raw;
 pub mod saved;

@@ -70,7 +70,7 @@ fn cpu_clock(clock: libc::clockid_t) -> Option<f64> {
 pub fn hash_copy_seconds_per_gib() -> Option<f64> {
     const LEN: usize = 64 << 20;
     const HASH_ROUNDS: usize = 3;
-    let data = super::checks::test_bytes(0x5eed, LEN);
+    let data = super::common::test_bytes(0x5eed, LEN);
     let mut copy = vec![0u8; LEN];
     std::hint::black_box(&mut copy);
     let mut best: Option<f64> = None;
@@ -135,7 +135,7 @@ async fn level(ctx: &Ctx<'_>, in_flight: usize, body: &Bytes) -> object_store::R
 /// Measure the request rate at each of [`RATE_LEVELS`]; a failed level is recorded as unknown
 /// (null) and the probe goes on.
 pub(crate) async fn request_rates(ctx: &Ctx<'_>, report: &mut ProbeReport) {
-    let body = super::checks::test_bytes(ctx.seed ^ 0x7a7e, RATE_OBJECT_BYTES);
+    let body = super::common::test_bytes(ctx.seed ^ 0x7a7e, RATE_OBJECT_BYTES);
     report.request_rate_object_bytes = Some(RATE_OBJECT_BYTES as u64);
     for in_flight in RATE_LEVELS {
         let (put, get) = match level(ctx, in_flight, &body).await {
@@ -145,7 +145,7 @@ pub(crate) async fn request_rates(ctx: &Ctx<'_>, report: &mut ProbeReport) {
                     "request_rate",
                     "request rate under concurrency",
                     super::Status::Unknown,
-                    format!("{in_flight} in flight failed: {}", super::checks::short(&e)),
+                    format!("{in_flight} in flight failed: {}", super::common::short(&e)),
                 ));
                 (None, None)
             }

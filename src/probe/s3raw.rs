@@ -14,7 +14,7 @@
 //!
 //! A checksum is "stored" when HEAD with `x-amz-checksum-mode: ENABLED` returns the value sent.
 
-use super::checks::{short, test_bytes};
+use super::common::{short, test_bytes};
 use super::{Ctx, Finding, ProbeReport, Status};
 use crate::store::OpenError;
 use crate::store::config::{Remote, Remotes};
@@ -287,46 +287,54 @@ async fn check_header(ctx: &Ctx<'_>, client: &Client<'_>, h: Header, report: &mu
         Status::Yes,
         format!("a correct value is accepted (HTTP {})", correct.status),
     );
+    let (s, d) = checked(client, h, &bad_path, bad, body).await;
+    push(report, "checked", &checked_q, s, d);
+    let Some(stored_q) = stored_q else {
+        return; // Content-MD5 has no read-back of its own; the ETag row covers it.
+    };
+    let (s, d) = stored(client, h, &ok_path, &good).await;
+    push(report, "stored", &stored_q, s, d);
+}
+
+/// Whether a wrong value (`bad`) is refused: the PUT of `body` with it to `bad_path`.
+async fn checked(
+    client: &Client<'_>,
+    h: Header,
+    bad_path: &Path,
+    bad: String,
+    body: Bytes,
+) -> (Status, String) {
     match client
-        .send(
-            Method::PUT,
-            &bad_path,
-            &[(h.name(), bad)],
-            Some(body.clone()),
-        )
+        .send(Method::PUT, bad_path, &[(h.name(), bad)], Some(body))
         .await
     {
-        Ok(r) if r.ok() => push(
-            report,
-            "checked",
-            &checked_q,
+        Ok(r) if r.ok() => (
             Status::No,
             format!(
                 "not checked: a wrong value was accepted (HTTP {})",
                 r.status
             ),
         ),
-        Ok(r) => push(
-            report,
-            "checked",
-            &checked_q,
+        Ok(r) => (
             Status::Yes,
             format!("a wrong value is rejected: {}", r.said()),
         ),
-        Err(e) => push(report, "checked", &checked_q, Status::Unknown, e),
+        Err(e) => (Status::Unknown, e),
     }
-    let Some(stored_q) = stored_q else {
-        return; // Content-MD5 has no read-back of its own; the ETag row covers it.
-    };
+}
+
+/// Whether the value sent (`good`, with the object at `ok_path`) is stored: HEAD with
+/// `x-amz-checksum-mode: ENABLED` returns it.
+async fn stored(client: &Client<'_>, h: Header, ok_path: &Path, good: &str) -> (Status, String) {
     let head = client
         .send(
             Method::HEAD,
-            &ok_path,
+            ok_path,
             &[("x-amz-checksum-mode", "ENABLED".into())],
             None,
         )
         .await;
-    let (s, d) = match head {
+    match head {
         Err(e) => (Status::Unknown, e),
         Ok(r) if !r.ok() => (
             Status::Unknown,
@@ -360,8 +368,7 @@ async fn check_header(ctx: &Ctx<'_>, client: &Client<'_>, h: Header, report: &mu
                 ),
             }
         }
-    };
-    push(report, "stored", &stored_q, s, d);
+    }
 }
 
 #[cfg(test)]

@@ -73,39 +73,8 @@ pub fn render_table(r: &ProbeReport) -> String {
             rate(r.multi_stream_get_bytes_per_sec)
         ),
     ]);
-    if !r.request_rate.is_empty() {
-        let per = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}/s"));
-        let levels: Vec<String> = r
-            .request_rate
-            .iter()
-            .map(|p| {
-                format!(
-                    "{}: PUT {} GET {}",
-                    p.in_flight,
-                    per(p.put_per_sec),
-                    per(p.get_per_sec)
-                )
-            })
-            .collect();
-        let top = r
-            .request_rate
-            .iter()
-            .map(|p| p.in_flight)
-            .max()
-            .unwrap_or(1);
-        t.add_row(vec![
-            "request rate under concurrency".to_string(),
-            format!(
-                "PUT {}, GET {}",
-                per(r.put_rate_at(top)),
-                per(r.get_rate_at(top))
-            ),
-            format!(
-                "best objects/s of {} objects; in flight {}",
-                fmt_bytes(r.request_rate_object_bytes.unwrap_or(0)),
-                levels.join(", ")
-            ),
-        ]);
+    if let Some(row) = request_rate_row(r) {
+        t.add_row(row);
     }
     if let Some(c) = &r.client_cpu {
         let s = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2} s"));
@@ -143,4 +112,44 @@ pub fn render_table(r: &ProbeReport) -> String {
         ));
     }
     out
+}
+
+/// The request rates measured at each number of requests in flight, and the best at the most;
+/// `None` when none were measured.
+fn request_rate_row(r: &ProbeReport) -> Option<Vec<String>> {
+    if r.request_rate.is_empty() {
+        return None;
+    }
+    let per = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}/s"));
+    let levels: Vec<String> = r
+        .request_rate
+        .iter()
+        .map(|p| {
+            format!(
+                "{}: PUT {} GET {}",
+                p.in_flight,
+                per(p.put_per_sec),
+                per(p.get_per_sec)
+            )
+        })
+        .collect();
+    let top = r
+        .request_rate
+        .iter()
+        .map(|p| p.in_flight)
+        .max()
+        .unwrap_or(1);
+    Some(vec![
+        "request rate under concurrency".to_string(),
+        format!(
+            "PUT {}, GET {}",
+            per(r.put_rate_at(top)),
+            per(r.get_rate_at(top))
+        ),
+        format!(
+            "best objects/s of {} objects; in flight {}",
+            fmt_bytes(r.request_rate_object_bytes.unwrap_or(0)),
+            levels.join(", ")
+        ),
+    ])
 }

@@ -13,7 +13,6 @@
 //! secret_access_key_env = "B2_APP_KEY"
 //! ```
 
-use super::location::{Location, LocationError, remote_location};
 use crate::tomlfile::{self, FileError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -176,144 +175,163 @@ impl Remotes {
 
     pub fn parse(shown: &str, text: &str) -> Result<Remotes, ConfigError> {
         // A secret written into the file is refused before anything else, and never echoed.
-        if let Ok(raw) = toml::from_str::<toml::Table>(text)
-            && let Some(toml::Value::Table(rs)) = raw.get("remotes")
-        {
-            for (name, r) in rs {
-                if let toml::Value::Table(fields) = r {
-                    for (field, instead) in SECRET_FIELDS {
-                        if fields.contains_key(*field) {
-                            let path = format!("remotes.{name}.{field}");
-                            return Err(tomlfile::invalid(
-                                shown,
-                                text,
-                                &path,
-                                format!(
-                                    "the remotes file must not hold secrets; remove it and write {instead} (or use an AWS profile)"
-                                ),
-                            )
-                            .into());
-                        }
-                    }
-                }
-            }
-        }
+        refuse_secrets(shown, text)?;
         let mut remotes: Remotes = tomlfile::parse(shown, text)?;
         remotes.origin = Some((shown.to_string(), text.to_string()));
         for (name, r) in &remotes.remotes {
-            // A secret pasted where a variable's name belongs is refused without echoing it.
-            if let Ok(raw) = toml::from_str::<toml::Table>(text)
-                && let Some(toml::Value::Table(fields)) =
-                    raw.get("remotes").and_then(|rs| rs.get(name.as_str()))
-            {
-                for field in ENV_FIELDS {
-                    if let Some(toml::Value::String(v)) = fields.get(*field)
-                        && !is_env_name(v)
-                    {
+            check_env_names(shown, text, name)?;
+            check_remote(shown, text, name, r)?;
+        }
+        Ok(remotes)
+    }
+}
+
+/// A field that would hold a secret ([`SECRET_FIELDS`]) is refused, naming what to write
+/// instead, never the value.
+fn refuse_secrets(shown: &str, text: &str) -> Result<(), ConfigError> {
+    if let Ok(raw) = toml::from_str::<toml::Table>(text)
+        && let Some(toml::Value::Table(rs)) = raw.get("remotes")
+    {
+        for (name, r) in rs {
+            if let toml::Value::Table(fields) = r {
+                for (field, instead) in SECRET_FIELDS {
+                    if fields.contains_key(*field) {
+                        let path = format!("remotes.{name}.{field}");
                         return Err(tomlfile::invalid(
                             shown,
                             text,
-                            &format!("remotes.{name}.{field}"),
+                            &path,
                             format!(
-                                "the value (withheld: it may be a secret) is not the name of an \
-                                 environment variable ([A-Za-z_][A-Za-z0-9_]*); write the variable's \
-                                 name, e.g. {field} = \"MY_VARIABLE\", and export the secret in it"
+                                "the remotes file must not hold secrets; remove it and write {instead} (or use an AWS profile)"
                             ),
                         )
                         .into());
                     }
                 }
             }
-            let at = format!("remotes.{name}.type");
-            if !["s3", "gcs", "azure", "local"].contains(&r.kind.as_str()) {
-                return Err(tomlfile::invalid(
-                    shown,
-                    text,
-                    &at,
-                    format!("{:?} is not one of s3, gcs, azure, local", r.kind),
-                )
-                .into());
-            }
-            if let Some(c) = &r.credential {
-                let allowed: &[&str] = match r.kind.as_str() {
-                    "azure" => &[
-                        "account_key",
-                        "sas_token",
-                        "client_secret",
-                        "workload_identity",
-                        "azure_cli",
-                        "managed_identity",
-                    ],
-                    "gcs" => &["service_account", "application_default", "metadata"],
-                    _ => &[],
-                };
-                if !allowed.contains(&c.as_str()) {
-                    return Err(tomlfile::invalid(
-                        shown,
-                        text,
-                        &format!("remotes.{name}.credential"),
-                        if allowed.is_empty() {
-                            format!(
-                                "a {} remote takes no credential kind (an S3 remote names a profile \
-                                 or its variables)",
-                                r.kind
-                            )
-                        } else {
-                            format!("{c:?} is not one of {}", allowed.join(", "))
-                        },
-                    )
-                    .into());
-                }
-            }
-            if r.kind == "local" && r.root.is_none() {
-                return Err(tomlfile::invalid(
-                    shown,
-                    text,
-                    &format!("remotes.{name}"),
-                    "a local remote needs root = \"/path\"".into(),
-                )
-                .into());
-            }
-            if r.endpoint
-                .as_deref()
-                .is_some_and(super::endpoint_has_userinfo)
+        }
+    }
+    Ok(())
+}
+
+/// A secret pasted where a variable's name belongs ([`ENV_FIELDS`] of remote `name`) is refused
+/// without echoing it.
+fn check_env_names(shown: &str, text: &str, name: &str) -> Result<(), ConfigError> {
+    if let Ok(raw) = toml::from_str::<toml::Table>(text)
+        && let Some(toml::Value::Table(fields)) = raw.get("remotes").and_then(|rs| rs.get(name))
+    {
+        for field in ENV_FIELDS {
+            if let Some(toml::Value::String(v)) = fields.get(*field)
+                && !is_env_name(v)
             {
-                // Never echoed: the error names the field, not its value.
                 return Err(tomlfile::invalid(
                     shown,
                     text,
-                    &format!("remotes.{name}.endpoint"),
+                    &format!("remotes.{name}.{field}"),
                     format!(
-                        "remote {name:?}: the endpoint URL carries a user name or password (user:password@host); \
-                         remove them: credentials belong in the *_env settings (access_key_id_env, \
-                         secret_access_key_env, account_key_env, ...) or a profile, never in the URL"
+                        "the value (withheld: it may be a secret) is not the name of an \
+                         environment variable ([A-Za-z_][A-Za-z0-9_]*); write the variable's \
+                         name, e.g. {field} = \"MY_VARIABLE\", and export the secret in it"
                     ),
                 )
                 .into());
             }
-            if name.is_empty() || name.contains(['/', ':']) {
-                return Err(tomlfile::invalid(
-                    shown,
-                    text,
-                    &format!("remotes.{name}"),
-                    "remote names may not contain '/' or ':'".into(),
-                )
-                .into());
-            }
         }
-        Ok(remotes)
     }
+    Ok(())
 }
 
-impl Remote {
-    pub(crate) fn location(
-        &self,
-        name: &str,
-        given: &str,
-        rest: &str,
-    ) -> Result<Location, LocationError> {
-        remote_location(&self.kind, name, given, rest, self.root.as_ref())
+/// One remote's settings: a known type, a credential kind its type takes, a local remote's
+/// root, an endpoint without user info, and a name that cannot be read as a path.
+fn check_remote(shown: &str, text: &str, name: &str, r: &Remote) -> Result<(), ConfigError> {
+    let at = format!("remotes.{name}.type");
+    if !["s3", "gcs", "azure", "local"].contains(&r.kind.as_str()) {
+        return Err(tomlfile::invalid(
+            shown,
+            text,
+            &at,
+            format!("{:?} is not one of s3, gcs, azure, local", r.kind),
+        )
+        .into());
     }
+    if let Some(c) = &r.credential {
+        check_credential(shown, text, name, &r.kind, c)?;
+    }
+    if r.kind == "local" && r.root.is_none() {
+        return Err(tomlfile::invalid(
+            shown,
+            text,
+            &format!("remotes.{name}"),
+            "a local remote needs root = \"/path\"".into(),
+        )
+        .into());
+    }
+    if r.endpoint
+        .as_deref()
+        .is_some_and(super::endpoint_has_userinfo)
+    {
+        // Never echoed: the error names the field, not its value.
+        return Err(tomlfile::invalid(
+            shown,
+            text,
+            &format!("remotes.{name}.endpoint"),
+            format!(
+                "remote {name:?}: the endpoint URL carries a user name or password (user:password@host); \
+                 remove them: credentials belong in the *_env settings (access_key_id_env, \
+                 secret_access_key_env, account_key_env, ...) or a profile, never in the URL"
+            ),
+        )
+        .into());
+    }
+    if name.is_empty() || name.contains(['/', ':']) {
+        return Err(tomlfile::invalid(
+            shown,
+            text,
+            &format!("remotes.{name}"),
+            "remote names may not contain '/' or ':'".into(),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// A remote's `credential` is one its type (`kind`) takes.
+fn check_credential(
+    shown: &str,
+    text: &str,
+    name: &str,
+    kind: &str,
+    c: &str,
+) -> Result<(), ConfigError> {
+    let allowed: &[&str] = match kind {
+        "azure" => &[
+            "account_key",
+            "sas_token",
+            "client_secret",
+            "workload_identity",
+            "azure_cli",
+            "managed_identity",
+        ],
+        "gcs" => &["service_account", "application_default", "metadata"],
+        _ => &[],
+    };
+    if !allowed.contains(&c) {
+        return Err(tomlfile::invalid(
+            shown,
+            text,
+            &format!("remotes.{name}.credential"),
+            if allowed.is_empty() {
+                format!(
+                    "a {kind} remote takes no credential kind (an S3 remote names a profile \
+                     or its variables)"
+                )
+            } else {
+                format!("{c:?} is not one of {}", allowed.join(", "))
+            },
+        )
+        .into());
+    }
+    Ok(())
 }
 
 pub fn default_path() -> Option<PathBuf> {
@@ -326,6 +344,7 @@ pub fn default_path() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::location::Location;
 
     #[test]
     fn parses_a_remote_and_uses_it() {

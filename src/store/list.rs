@@ -25,11 +25,14 @@
 //!
 //! Every store's order is checked: a key that is not greater than the one before ends the
 //! listing with [`ListError::Unsorted`], because everything downstream merge-joins sorted streams.
+//!
+//! What a listing yields ([`Entry`], [`Listed`], [`ListError`]) is declared in `super::entry`,
+//! which the local folder walk shares, and re-exported here.
 
-use super::error::StoreErrorKind;
+pub use super::entry::{Entry, ListError, Listed};
 use super::s3list::{Page, PageError, RawEntry, S3Pages};
 use super::{Kind, Store, retry};
-use chrono::{DateTime, Utc};
+use chrono::DateTime;
 use futures::stream::{self, BoxStream, StreamExt};
 use object_store::list::PaginatedListOptions;
 use std::collections::VecDeque;
@@ -38,77 +41,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Empty pages in a row that say more follows before the listing is taken to be going nowhere.
 pub const MAX_EMPTY_PAGES: u32 = 1000;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    /// Relative to the location's prefix.
-    pub key: String,
-    pub size: u64,
-    pub last_modified: DateTime<Utc>,
-    pub e_tag: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Listed {
-    Object(Entry),
-    /// A key that exists but cannot be handled; listing goes on.
-    Refused {
-        key: String,
-        reason: String,
-    },
-}
-
-impl Listed {
-    pub fn key(&self) -> &str {
-        match self {
-            Listed::Object(e) => &e.key,
-            Listed::Refused { key, .. } => key,
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ListError {
-    #[error("listing {location}: {source}")]
-    Store {
-        location: String,
-        #[source]
-        source: object_store::Error,
-    },
-    #[error("listing {location}: {message}")]
-    Local { location: String, message: String },
-    /// The store's answers cannot be made into a complete listing: a request that kept failing
-    /// or was refused, or an answer that cannot be continued or contradicts the request.
-    #[error("listing {location}: {message}")]
-    Broken {
-        location: String,
-        /// The last HTTP status the store answered with, when it answered at all.
-        status: Option<u16>,
-        message: String,
-    },
-    #[error(
-        "listing {location} is not in key order ({prev:?} came before {key:?}); moverctl needs sorted listings (S3 Express directory buckets and some S3-compatible stores do not sort)"
-    )]
-    Unsorted {
-        location: String,
-        prev: String,
-        key: String,
-    },
-}
-
-impl ListError {
-    /// What the failure means for the run, from the error's values (never its text): a store's
-    /// typed error by [`StoreErrorKind::of`], a broken listing by its last HTTP status.
-    pub fn kind(&self) -> StoreErrorKind {
-        match self {
-            ListError::Store { source, .. } => StoreErrorKind::of(source),
-            ListError::Broken {
-                status: Some(s), ..
-            } => StoreErrorKind::of_status(*s).unwrap_or(StoreErrorKind::Other),
-            _ => StoreErrorKind::Other,
-        }
-    }
-}
 
 /// The refused key named by an object_store path error, if that is what the error is.
 fn refused_key(e: &object_store::Error) -> Option<(String, String)> {

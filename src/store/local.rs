@@ -10,7 +10,7 @@
 //! destination ([`walk_destination`]) also removes the ones whose writer is gone (a process of
 //! this host that no longer runs, e.g. after `kill -9`).
 
-use super::list::{Entry, ListError, Listed};
+use super::entry::{Entry, ListError, Listed};
 use futures::stream::{self, BoxStream, StreamExt};
 use std::path::PathBuf;
 

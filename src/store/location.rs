@@ -1,8 +1,11 @@
 //! Where objects live, as the user writes it: `s3://bucket/prefix`, `gs://bucket/prefix`,
 //! `az://container/prefix`, `file:///path`, a plain path, `memory://` (tests), or a named remote
 //! `NAME:bucket/prefix` from the remotes file.
+//!
+//! A remote of the remotes file points to a location here too ([`Remote`]'s location), so
+//! the remotes file knows nothing of locations and references run one way.
 
-use super::config::Remotes;
+use super::config::{Remote, Remotes};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,7 +210,14 @@ impl IfEmpty for String {
     }
 }
 
-pub(crate) fn remote_location(
+/// A remote's location: where `NAME:rest` points for the remote `NAME` of the remotes file.
+impl Remote {
+    fn location(&self, name: &str, given: &str, rest: &str) -> Result<Location, LocationError> {
+        remote_location(&self.kind, name, given, rest, self.root.as_ref())
+    }
+}
+
+fn remote_location(
     kind: &str,
     name: &str,
     given: &str,

@@ -7,6 +7,7 @@ pub mod awscreds;
 pub mod caps;
 pub mod config;
 pub mod creds;
+mod entry;
 pub mod error;
 pub mod http;
 pub mod list;
@@ -450,243 +451,40 @@ impl Store {
     ) -> Result<Store, OpenError> {
         let shown = loc.shown();
         let identity = overlap::identity(&loc, remote)?;
-        let provider = remote.and_then(|r| r.provider.clone());
         let storage_class = remote.and_then(|r| r.storage_class.clone());
         let prefix = loc.prefix().to_string();
         let observer = Arc::new(http::Observer::default());
         observer.set_label(shown.clone());
-        match &loc {
-            Location::S3 { bucket, .. } => {
-                let auth = s3_auth(&loc, remote)?;
-                let credentials = auth.from.clone();
-                let s = build_s3_with(&loc, bucket, remote, observer.clone(), false, &auth)?;
-                // The only way `creds::s3` resolves to anonymous access.
-                let s3_anonymous = remote.is_some_and(|r| r.anonymous);
-                let crc_writer = if s3_anonymous {
-                    None
-                } else {
-                    let c = build_s3_with(&loc, bucket, remote, observer.clone(), true, &auth)?;
-                    Some(CrcWriter {
-                        inner: c.clone(),
-                        multipart: c,
-                        multipart_unproven: Arc::default(),
-                        by_url: true,
-                        urls_refused: Arc::default(),
-                        tamper: None,
-                    })
-                };
-                Ok(Store {
-                    inner: s.clone(),
-                    pages: Some(s.clone()),
-                    multipart: Some(s.clone()),
-                    kind: Kind::S3,
-                    prefix,
-                    local_root: None,
-                    location: loc,
-                    provider,
-                    storage_class,
-                    observer,
-                    s3: Some(s),
-                    azure: None,
-                    retry_window: retry::timeout(),
-                    caps: caps::Capabilities::for_kind(Kind::S3),
-                    s3_anonymous,
-                    range: None,
-                    credentials,
-                    identity: identity.clone(),
-                    single: None,
-                    aws_credentials: auth.cache.clone(),
-                    crc_writer,
-                })
-            }
-            Location::Gcs { bucket, .. } => {
-                let (sa, credentials) = creds::gcs(&shown, remote)?;
-                let mut b = GoogleCloudStorageBuilder::new()
-                    .with_bucket_name(bucket)
-                    .with_client_options(gcs_client_options(client_options(true)))
-                    .with_http_connector(http::ObservingConnector {
-                        observer: observer.clone(),
-                        // Bearer tokens sign no header: Content-MD5 can be added (GCS checks it).
-                        send_md5: true,
-                    })
-                    .with_retry(retry_config());
-                b = match sa {
-                    creds::GcsCreds::ServiceAccount(path) => {
-                        b.with_service_account_path(path.display().to_string())
-                    }
-                    creds::GcsCreds::ApplicationDefault(path) => {
-                        b.with_application_credentials(path.display().to_string())
-                    }
-                    // With no file given, object_store asks the metadata server.
-                    creds::GcsCreds::Metadata => b,
-                    creds::GcsCreds::Anonymous => b.with_skip_signature(true),
-                };
-                if let Some(e) = remote_endpoint(remote, &shown)? {
-                    b = b.with_base_url(&e);
-                }
-                let s = Arc::new(b.build().map_err(|e| build_err(&loc, e))?);
-                Ok(Store {
-                    inner: s.clone(),
-                    pages: Some(s.clone()),
-                    multipart: Some(s),
-                    kind: Kind::Gcs,
-                    prefix,
-                    local_root: None,
-                    location: loc,
-                    provider,
-                    storage_class,
-                    observer: observer.clone(),
-                    s3: None,
-                    azure: None,
-                    retry_window: retry::timeout(),
-                    caps: caps::Capabilities::for_kind(Kind::Gcs),
-                    s3_anonymous: false,
-                    range: None,
-                    credentials,
-                    identity: identity.clone(),
-                    single: None,
-                    aws_credentials: None,
-                    crc_writer: None,
-                })
-            }
-            Location::Azure { container, .. } => {
-                let (account, c, credentials) = creds::azure(&shown, remote)?;
-                let endpoint = remote_endpoint(remote, &shown)?;
-                let allow_http = remote.and_then(|r| r.allow_http).unwrap_or_else(|| {
-                    endpoint
-                        .as_deref()
-                        .is_some_and(|e| e.starts_with("http://"))
-                });
-                let mut b = MicrosoftAzureBuilder::new()
-                    .with_container_name(container)
-                    .with_allow_http(allow_http)
-                    .with_client_options(client_options(allow_http))
-                    .with_http_connector(http::ObservingConnector {
-                        observer: observer.clone(),
-                        send_md5: false,
-                    })
-                    .with_retry(retry_config());
-                if let Some(a) = &account {
-                    b = b.with_account(a);
-                }
-                if let Some(e) = &endpoint {
-                    b = b.with_endpoint(e.clone());
-                }
-                b = match c {
-                    creds::AzureCreds::Key(k) => b.with_access_key(k),
-                    creds::AzureCreds::Sas(s) => {
-                        let pairs: Vec<(String, String)> =
-                            url::form_urlencoded::parse(s.trim_start_matches('?').as_bytes())
-                                .into_owned()
-                                .collect();
-                        b.with_sas_authorization(pairs)
-                    }
-                    creds::AzureCreds::Emulator => b.with_use_emulator(true),
-                    creds::AzureCreds::Anonymous => b.with_skip_signature(true),
-                    creds::AzureCreds::Entra(kind) => {
-                        let mut b = b
-                            .with_config(object_store::azure::AzureConfigKey::CredentialType, kind);
-                        for (var, key) in creds::AZURE_ENTRA_VARS {
-                            if let (Some(v), Ok(k)) = (
-                                std::env::var(var).ok().filter(|v| !v.is_empty()),
-                                key.parse::<object_store::azure::AzureConfigKey>(),
-                            ) {
-                                b = b.with_config(k, v);
-                            }
-                        }
-                        b
-                    }
-                };
-                let s = Arc::new(b.build().map_err(|e| build_err(&loc, e))?);
-                Ok(Store {
-                    inner: s.clone(),
-                    pages: Some(s.clone()),
-                    multipart: Some(s.clone()),
-                    azure: Some(s),
-                    kind: Kind::Azure,
-                    prefix,
-                    local_root: None,
-                    location: loc,
-                    provider,
-                    storage_class,
-                    observer: observer.clone(),
-                    s3: None,
-                    retry_window: retry::timeout(),
-                    caps: caps::Capabilities::for_kind(Kind::Azure),
-                    s3_anonymous: false,
-                    range: None,
-                    credentials,
-                    identity: identity.clone(),
-                    single: None,
-                    aws_credentials: None,
-                    crc_writer: None,
-                })
-            }
-            Location::Local { root } => {
-                check_local(root, &shown, role)?;
-                if role == Role::Destination {
-                    std::fs::create_dir_all(root).map_err(|e| OpenError::Build {
-                        location: shown.clone(),
-                        message: format!("cannot create the folder: {e}"),
-                    })?;
-                }
-                let root = root.canonicalize().map_err(|e| OpenError::Build {
-                    location: shown.clone(),
-                    message: e.to_string(),
-                })?;
-                let fs = object_store::local::LocalFileSystem::new_with_prefix(&root)
-                    .map_err(|e| build_err(&loc, e))?;
-                Ok(Store {
-                    inner: Arc::new(fs),
-                    pages: None,
-                    multipart: None,
-                    kind: Kind::Local,
-                    prefix,
-                    local_root: Some(root),
-                    location: loc,
-                    provider: Some("onprem".into()),
-                    storage_class,
-                    observer: observer.clone(),
-                    s3: None,
-                    azure: None,
-                    retry_window: retry::timeout(),
-                    caps: caps::Capabilities::for_kind(Kind::Local),
-                    s3_anonymous: false,
-                    range: None,
-                    credentials: "none needed (a local folder)".into(),
-                    identity: identity.clone(),
-                    single: None,
-                    aws_credentials: None,
-                    crc_writer: None,
-                })
-            }
-            Location::Memory { .. } => {
-                let m = Arc::new(InMemory::new());
-                Ok(Store {
-                    inner: m.clone(),
-                    pages: None,
-                    multipart: Some(m),
-                    kind: Kind::Memory,
-                    prefix,
-                    local_root: None,
-                    location: loc,
-                    provider: None,
-                    storage_class,
-                    observer: observer.clone(),
-                    s3: None,
-                    azure: None,
-                    retry_window: retry::timeout(),
-                    caps: caps::Capabilities::for_kind(Kind::Memory),
-                    s3_anonymous: false,
-                    range: None,
-                    credentials: "none needed (in memory)".into(),
-                    identity: identity.clone(),
-                    single: None,
-                    aws_credentials: None,
-                    crc_writer: None,
-                })
-            }
-        }
+        let b = match &loc {
+            Location::S3 { bucket, .. } => open_s3(&loc, bucket, remote, &observer)?,
+            Location::Gcs { bucket, .. } => open_gcs(&loc, bucket, remote, &observer)?,
+            Location::Azure { container, .. } => open_azure(&loc, container, remote, &observer)?,
+            Location::Local { root } => open_local(&loc, root, role)?,
+            Location::Memory { .. } => open_memory(),
+        };
+        Ok(Store {
+            inner: b.inner,
+            pages: b.pages,
+            multipart: b.multipart,
+            kind: b.kind,
+            prefix,
+            local_root: b.local_root,
+            location: loc,
+            provider: b.provider,
+            storage_class,
+            observer,
+            s3: b.s3,
+            azure: b.azure,
+            retry_window: retry::timeout(),
+            caps: caps::Capabilities::for_kind(b.kind),
+            s3_anonymous: b.s3_anonymous,
+            range: None,
+            credentials: b.credentials,
+            identity,
+            single: None,
+            aws_credentials: b.aws_credentials,
+            crc_writer: b.crc_writer,
+        })
     }
 
     /// The object_store path of a key relative to this location. Keys are taken as they are (no
@@ -722,6 +520,243 @@ impl Store {
     /// None: this store has no renewable credentials.
     pub fn credentials_refused(&self, started: std::time::Instant) -> Option<awscreds::Refusal> {
         self.aws_credentials.as_ref().map(|c| c.refused(started))
+    }
+}
+
+/// What opening one kind of location gives a [`Store`], beside the fields every kind fills the
+/// same way (see [`Store::open_location`]).
+struct Opened {
+    inner: Arc<dyn ObjectStore>,
+    pages: Option<Arc<dyn PaginatedListStore>>,
+    multipart: Option<Arc<dyn MultipartStore>>,
+    kind: Kind,
+    local_root: Option<PathBuf>,
+    provider: Option<String>,
+    s3: Option<Arc<object_store::aws::AmazonS3>>,
+    azure: Option<Arc<object_store::azure::MicrosoftAzure>>,
+    s3_anonymous: bool,
+    credentials: String,
+    aws_credentials: Option<Arc<AwsCredentialCache>>,
+    crc_writer: Option<CrcWriter>,
+}
+
+/// An S3 bucket: its store, and a second one that sends CRC64/NVME checksums (the CRC writer),
+/// both signing with one credential cache; anonymous access has no CRC writer.
+fn open_s3(
+    loc: &Location,
+    bucket: &str,
+    remote: Option<&Remote>,
+    observer: &Arc<http::Observer>,
+) -> Result<Opened, OpenError> {
+    let auth = s3_auth(loc, remote)?;
+    let credentials = auth.from.clone();
+    let s = build_s3_with(loc, bucket, remote, observer.clone(), false, &auth)?;
+    // The only way `creds::s3` resolves to anonymous access.
+    let s3_anonymous = remote.is_some_and(|r| r.anonymous);
+    let crc_writer = if s3_anonymous {
+        None
+    } else {
+        let c = build_s3_with(loc, bucket, remote, observer.clone(), true, &auth)?;
+        Some(CrcWriter {
+            inner: c.clone(),
+            multipart: c,
+            multipart_unproven: Arc::default(),
+            by_url: true,
+            urls_refused: Arc::default(),
+            tamper: None,
+        })
+    };
+    Ok(Opened {
+        inner: s.clone(),
+        pages: Some(s.clone()),
+        multipart: Some(s.clone()),
+        kind: Kind::S3,
+        local_root: None,
+        provider: remote.and_then(|r| r.provider.clone()),
+        s3: Some(s),
+        azure: None,
+        s3_anonymous,
+        credentials,
+        aws_credentials: auth.cache.clone(),
+        crc_writer,
+    })
+}
+
+/// A GCS bucket, with the credentials [`creds::gcs`] finds.
+fn open_gcs(
+    loc: &Location,
+    bucket: &str,
+    remote: Option<&Remote>,
+    observer: &Arc<http::Observer>,
+) -> Result<Opened, OpenError> {
+    let shown = loc.shown();
+    let (sa, credentials) = creds::gcs(&shown, remote)?;
+    let mut b = GoogleCloudStorageBuilder::new()
+        .with_bucket_name(bucket)
+        .with_client_options(gcs_client_options(client_options(true)))
+        .with_http_connector(http::ObservingConnector {
+            observer: observer.clone(),
+            // Bearer tokens sign no header: Content-MD5 can be added (GCS checks it).
+            send_md5: true,
+        })
+        .with_retry(retry_config());
+    b = match sa {
+        creds::GcsCreds::ServiceAccount(path) => {
+            b.with_service_account_path(path.display().to_string())
+        }
+        creds::GcsCreds::ApplicationDefault(path) => {
+            b.with_application_credentials(path.display().to_string())
+        }
+        // With no file given, object_store asks the metadata server.
+        creds::GcsCreds::Metadata => b,
+        creds::GcsCreds::Anonymous => b.with_skip_signature(true),
+    };
+    if let Some(e) = remote_endpoint(remote, &shown)? {
+        b = b.with_base_url(&e);
+    }
+    let s = Arc::new(b.build().map_err(|e| build_err(loc, e))?);
+    Ok(Opened {
+        inner: s.clone(),
+        pages: Some(s.clone()),
+        multipart: Some(s),
+        kind: Kind::Gcs,
+        local_root: None,
+        provider: remote.and_then(|r| r.provider.clone()),
+        s3: None,
+        azure: None,
+        s3_anonymous: false,
+        credentials,
+        aws_credentials: None,
+        crc_writer: None,
+    })
+}
+
+/// An Azure container, with the account and credential [`creds::azure`] finds.
+fn open_azure(
+    loc: &Location,
+    container: &str,
+    remote: Option<&Remote>,
+    observer: &Arc<http::Observer>,
+) -> Result<Opened, OpenError> {
+    let shown = loc.shown();
+    let (account, c, credentials) = creds::azure(&shown, remote)?;
+    let endpoint = remote_endpoint(remote, &shown)?;
+    let allow_http = remote.and_then(|r| r.allow_http).unwrap_or_else(|| {
+        endpoint
+            .as_deref()
+            .is_some_and(|e| e.starts_with("http://"))
+    });
+    let mut b = MicrosoftAzureBuilder::new()
+        .with_container_name(container)
+        .with_allow_http(allow_http)
+        .with_client_options(client_options(allow_http))
+        .with_http_connector(http::ObservingConnector {
+            observer: observer.clone(),
+            send_md5: false,
+        })
+        .with_retry(retry_config());
+    if let Some(a) = &account {
+        b = b.with_account(a);
+    }
+    if let Some(e) = &endpoint {
+        b = b.with_endpoint(e.clone());
+    }
+    b = with_azure_credential(b, c);
+    let s = Arc::new(b.build().map_err(|e| build_err(loc, e))?);
+    Ok(Opened {
+        inner: s.clone(),
+        pages: Some(s.clone()),
+        multipart: Some(s.clone()),
+        kind: Kind::Azure,
+        local_root: None,
+        provider: remote.and_then(|r| r.provider.clone()),
+        s3: None,
+        azure: Some(s),
+        s3_anonymous: false,
+        credentials,
+        aws_credentials: None,
+        crc_writer: None,
+    })
+}
+
+/// The builder signing with `c`: a key, a SAS token's pairs, the emulator, none, or an Entra
+/// identity configured from the AZURE_* variables.
+fn with_azure_credential(b: MicrosoftAzureBuilder, c: creds::AzureCreds) -> MicrosoftAzureBuilder {
+    match c {
+        creds::AzureCreds::Key(k) => b.with_access_key(k),
+        creds::AzureCreds::Sas(s) => {
+            let pairs: Vec<(String, String)> =
+                url::form_urlencoded::parse(s.trim_start_matches('?').as_bytes())
+                    .into_owned()
+                    .collect();
+            b.with_sas_authorization(pairs)
+        }
+        creds::AzureCreds::Emulator => b.with_use_emulator(true),
+        creds::AzureCreds::Anonymous => b.with_skip_signature(true),
+        creds::AzureCreds::Entra(kind) => {
+            let mut b = b.with_config(object_store::azure::AzureConfigKey::CredentialType, kind);
+            for (var, key) in creds::AZURE_ENTRA_VARS {
+                if let (Some(v), Ok(k)) = (
+                    std::env::var(var).ok().filter(|v| !v.is_empty()),
+                    key.parse::<object_store::azure::AzureConfigKey>(),
+                ) {
+                    b = b.with_config(k, v);
+                }
+            }
+            b
+        }
+    }
+}
+
+/// A local folder ([`check_local`]; a destination's is created when missing), by its canonical
+/// path.
+fn open_local(loc: &Location, root: &std::path::Path, role: Role) -> Result<Opened, OpenError> {
+    let shown = loc.shown();
+    check_local(root, &shown, role)?;
+    if role == Role::Destination {
+        std::fs::create_dir_all(root).map_err(|e| OpenError::Build {
+            location: shown.clone(),
+            message: format!("cannot create the folder: {e}"),
+        })?;
+    }
+    let root = root.canonicalize().map_err(|e| OpenError::Build {
+        location: shown.clone(),
+        message: e.to_string(),
+    })?;
+    let fs = object_store::local::LocalFileSystem::new_with_prefix(&root)
+        .map_err(|e| build_err(loc, e))?;
+    Ok(Opened {
+        inner: Arc::new(fs),
+        pages: None,
+        multipart: None,
+        kind: Kind::Local,
+        local_root: Some(root),
+        provider: Some("onprem".into()),
+        s3: None,
+        azure: None,
+        s3_anonymous: false,
+        credentials: "none needed (a local folder)".into(),
+        aws_credentials: None,
+        crc_writer: None,
+    })
+}
+
+/// An in-memory store (tests).
+fn open_memory() -> Opened {
+    let m = Arc::new(InMemory::new());
+    Opened {
+        inner: m.clone(),
+        pages: None,
+        multipart: Some(m),
+        kind: Kind::Memory,
+        local_root: None,
+        provider: None,
+        s3: None,
+        azure: None,
+        s3_anonymous: false,
+        credentials: "none needed (in memory)".into(),
+        aws_credentials: None,
+        crc_writer: None,
     }
 }
 

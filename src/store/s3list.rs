@@ -311,14 +311,7 @@ pub fn parse(body: &[u8]) -> Result<Page, String> {
     r.config_mut().trim_text(false);
     r.config_mut().check_end_names = true;
     let mut buf = Vec::new();
-    let mut stack: Vec<String> = Vec::new();
-    let mut text = String::new();
-    let mut closed = false;
-    let mut truncated: Option<bool> = None;
-    let mut next_token: Option<String> = None;
-    let mut key_count: Option<u64> = None;
-    let mut cur: Option<Partial> = None;
-    let mut entries = Vec::new();
+    let mut doc = Doc::default();
     loop {
         let pos = r.buffer_position();
         let ev = r
@@ -332,126 +325,172 @@ pub fn parse(body: &[u8]) -> Result<Page, String> {
                 let s = t
                     .decode()
                     .map_err(|e| format!("text is not UTF-8 near byte {pos}: {e}"))?;
-                if stack.is_empty() && !s.trim().is_empty() {
+                if doc.stack.is_empty() && !s.trim().is_empty() {
                     return Err(format!("text outside the document near byte {pos}"));
                 }
-                text.push_str(&s);
+                doc.text.push_str(&s);
                 (None, false)
             }
             Event::CData(c) => {
                 let s = c
                     .decode()
                     .map_err(|e| format!("CDATA is not UTF-8 near byte {pos}: {e}"))?;
-                text.push_str(&s);
+                doc.text.push_str(&s);
                 (None, false)
             }
             Event::GeneralRef(g) => {
-                let c = match g.resolve_char_ref() {
-                    Ok(Some(c)) => c,
-                    Ok(None) => {
-                        let name = g
-                            .decode()
-                            .map_err(|e| format!("bad reference near byte {pos}: {e}"))?;
-                        match &*name {
-                            "amp" => '&',
-                            "lt" => '<',
-                            "gt" => '>',
-                            "quot" => '"',
-                            "apos" => '\'',
-                            other => {
-                                return Err(format!("unknown entity &{other}; near byte {pos}"));
-                            }
-                        }
-                    }
-                    Err(e) => return Err(format!("bad character reference near byte {pos}: {e}")),
-                };
-                text.push(c);
+                doc.text.push(reference(g, pos)?);
                 (None, false)
             }
             Event::Eof => break,
             _ => (None, false),
         };
         if let Some(name) = start {
-            let name = String::from_utf8(name).map_err(|_| "an element name is not UTF-8")?;
-            if closed {
-                return Err(format!("<{name}> after the end of the document"));
-            }
-            if stack.is_empty() && name != "ListBucketResult" {
-                return Err(format!(
-                    "the answer is a <{name}> document, not a ListBucketResult"
-                ));
-            }
-            if stack.len() == 1 && name == "Contents" {
-                cur = Some(Partial::default());
-            }
-            stack.push(name);
-            text.clear();
+            doc.open(name)?;
         }
         if end {
-            let name = stack.pop().ok_or("an end tag without a start")?;
-            let value = std::mem::take(&mut text);
-            match stack.len() {
-                0 => closed = true,
-                1 => match name.as_str() {
-                    "IsTruncated" => {
-                        truncated = Some(match value.trim() {
-                            "true" => true,
-                            "false" => false,
-                            v => return Err(format!("IsTruncated is {v:?}")),
-                        })
-                    }
-                    "NextContinuationToken" => {
-                        next_token = Some(value).filter(|t| !t.is_empty());
-                    }
-                    "KeyCount" => {
-                        key_count = Some(
-                            value
-                                .trim()
-                                .parse()
-                                .map_err(|_| format!("KeyCount is {value:?}"))?,
-                        )
-                    }
-                    "Contents" => {
-                        let p = cur.take().ok_or("a Contents end without its start")?;
-                        entries.push(entry(p)?);
-                    }
-                    _ => {}
-                },
-                2 if stack[1] == "Contents" => {
-                    let p = cur.as_mut().ok_or("a Contents field outside Contents")?;
-                    match name.as_str() {
-                        "Key" => p.key = Some(value),
-                        "Size" => p.size = Some(value),
-                        "LastModified" => p.last_modified = Some(value),
-                        "ETag" => p.e_tag = Some(value),
-                        _ => {}
-                    }
-                }
-                _ => {}
-            }
+            doc.close()?;
         }
         buf.clear();
     }
-    if !closed {
-        return Err(match stack.last() {
-            Some(open) => format!("the answer ends inside <{open}> (truncated)"),
-            None => "the answer is empty".to_string(),
-        });
+    doc.finish()
+}
+
+/// The character a reference stands for: a character reference, or one of the five predefined
+/// entities.
+fn reference(g: &quick_xml::events::BytesRef, pos: u64) -> Result<char, String> {
+    match g.resolve_char_ref() {
+        Ok(Some(c)) => Ok(c),
+        Ok(None) => {
+            let name = g
+                .decode()
+                .map_err(|e| format!("bad reference near byte {pos}: {e}"))?;
+            match &*name {
+                "amp" => Ok('&'),
+                "lt" => Ok('<'),
+                "gt" => Ok('>'),
+                "quot" => Ok('"'),
+                "apos" => Ok('\''),
+                other => Err(format!("unknown entity &{other}; near byte {pos}")),
+            }
+        }
+        Err(e) => Err(format!("bad character reference near byte {pos}: {e}")),
     }
-    let truncated = truncated.ok_or("the answer has no IsTruncated")?;
-    if let Some(n) = key_count
-        && n != entries.len() as u64
-    {
-        return Err(format!(
-            "KeyCount says {n} but the answer holds {} keys",
-            entries.len()
-        ));
+}
+
+/// A `ListBucketResult` being read: the open elements, the text of the innermost one, and what
+/// the page says so far.
+#[derive(Default)]
+struct Doc {
+    stack: Vec<String>,
+    text: String,
+    closed: bool,
+    truncated: Option<bool>,
+    next_token: Option<String>,
+    key_count: Option<u64>,
+    cur: Option<Partial>,
+    entries: Vec<RawEntry>,
+}
+
+impl Doc {
+    /// An element starts (`name` as read).
+    fn open(&mut self, name: Vec<u8>) -> Result<(), String> {
+        let name = String::from_utf8(name).map_err(|_| "an element name is not UTF-8")?;
+        if self.closed {
+            return Err(format!("<{name}> after the end of the document"));
+        }
+        if self.stack.is_empty() && name != "ListBucketResult" {
+            return Err(format!(
+                "the answer is a <{name}> document, not a ListBucketResult"
+            ));
+        }
+        if self.stack.len() == 1 && name == "Contents" {
+            self.cur = Some(Partial::default());
+        }
+        self.stack.push(name);
+        self.text.clear();
+        Ok(())
     }
-    Ok(Page {
-        entries,
-        truncated,
-        next_token,
-    })
+
+    /// The innermost open element ends: its text is the value of a page field or of the
+    /// current `Contents`' field.
+    fn close(&mut self) -> Result<(), String> {
+        let name = self.stack.pop().ok_or("an end tag without a start")?;
+        let value = std::mem::take(&mut self.text);
+        match self.stack.len() {
+            0 => self.closed = true,
+            1 => self.page_field(&name, value)?,
+            2 if self.stack[1] == "Contents" => {
+                let p = self
+                    .cur
+                    .as_mut()
+                    .ok_or("a Contents field outside Contents")?;
+                match name.as_str() {
+                    "Key" => p.key = Some(value),
+                    "Size" => p.size = Some(value),
+                    "LastModified" => p.last_modified = Some(value),
+                    "ETag" => p.e_tag = Some(value),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A child of `ListBucketResult` ends with `value`.
+    fn page_field(&mut self, name: &str, value: String) -> Result<(), String> {
+        match name {
+            "IsTruncated" => {
+                self.truncated = Some(match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    v => return Err(format!("IsTruncated is {v:?}")),
+                })
+            }
+            "NextContinuationToken" => {
+                self.next_token = Some(value).filter(|t| !t.is_empty());
+            }
+            "KeyCount" => {
+                self.key_count = Some(
+                    value
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("KeyCount is {value:?}"))?,
+                )
+            }
+            "Contents" => {
+                let p = self.cur.take().ok_or("a Contents end without its start")?;
+                self.entries.push(entry(p)?);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The page, once the document is complete and agrees with itself.
+    fn finish(self) -> Result<Page, String> {
+        if !self.closed {
+            return Err(match self.stack.last() {
+                Some(open) => format!("the answer ends inside <{open}> (truncated)"),
+                None => "the answer is empty".to_string(),
+            });
+        }
+        let truncated = self.truncated.ok_or("the answer has no IsTruncated")?;
+        if let Some(n) = self.key_count
+            && n != self.entries.len() as u64
+        {
+            return Err(format!(
+                "KeyCount says {n} but the answer holds {} keys",
+                self.entries.len()
+            ));
+        }
+        Ok(Page {
+            entries: self.entries,
+            truncated,
+            next_token: self.next_token,
+        })
+    }
 }
 
 fn entry(p: Partial) -> Result<RawEntry, String> {

@@ -17,10 +17,17 @@
 //!   only (see `transfer::sync`, through [`CandidateSpill`]), replaced by every run; `status` is
 //!   `candidate`, `kept`, `held`, `deleted` or `delete-failed`.
 //!
-//! All SQL on these tables lives in this module.
+//! All SQL on these tables lives in this folder: opening a journal and checking its `meta` rows
+//! in `open`, sync's candidates in `spill`, the object and part records here; where journals
+//! are kept in `paths`.
 
-use crate::money::Usd;
-use crate::store::list::Entry;
+mod open;
+mod paths;
+mod spill;
+
+pub use paths::{default_path, path_for, state_dir, state_dir_if_known};
+pub use spill::CandidateSpill;
+
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
@@ -145,154 +152,6 @@ impl Journal {
     /// A journal checked against the locations as written (see [`Journal::open_pair`]).
     pub fn open(path: &Path, source: &str, destination: &str) -> Result<Journal, JournalError> {
         Self::open_as(path, source, destination, Owner::Spelled)
-    }
-
-    fn open_as(
-        path: &Path,
-        source: &str,
-        destination: &str,
-        owner: Owner,
-    ) -> Result<Journal, JournalError> {
-        let shown = path.display().to_string();
-        let db = |e: rusqlite::Error| JournalError::Db {
-            path: shown.clone(),
-            message: e.to_string(),
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| JournalError::Db {
-                path: shown.clone(),
-                message: format!("cannot create its folder: {e}"),
-            })?;
-        }
-        let conn = Connection::open(path).map_err(db)?;
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             PRAGMA synchronous = NORMAL;
-             PRAGMA busy_timeout = 5000;
-             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-             CREATE TABLE IF NOT EXISTS objects (
-                 key TEXT PRIMARY KEY, size INTEGER NOT NULL, src_etag TEXT, src_mtime TEXT,
-                 state TEXT NOT NULL, crc64 TEXT, md5 TEXT, dst_etag TEXT, verified_by TEXT,
-                 attempts INTEGER NOT NULL DEFAULT 0, error TEXT, upload_id TEXT, part_size INTEGER,
-                 updated TEXT NOT NULL) WITHOUT ROWID;
-             CREATE TABLE IF NOT EXISTS parts (
-                 key TEXT NOT NULL, idx INTEGER NOT NULL, content_id TEXT NOT NULL, crc64 TEXT NOT NULL,
-                 md5 TEXT, size INTEGER NOT NULL, PRIMARY KEY (key, idx)) WITHOUT ROWID;",
-        )
-        .map_err(db)?;
-        let get = |k: &str| -> Result<Option<String>, JournalError> {
-            conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
-                .optional()
-                .map_err(db)
-        };
-        match get("format")? {
-            None => {
-                let now =
-                    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-                let mut rows = vec![
-                    ("format", FORMAT.to_string()),
-                    ("version", VERSION.to_string()),
-                    ("source", source.to_string()),
-                    ("destination", destination.to_string()),
-                    ("created", now),
-                ];
-                if let Owner::Identity {
-                    source,
-                    destination,
-                } = owner
-                {
-                    rows.push(("source_identity", source.to_string()));
-                    rows.push(("destination_identity", destination.to_string()));
-                }
-                for (k, v) in rows {
-                    conn.execute(
-                        "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
-                        [k, &v],
-                    )
-                    .map_err(db)?;
-                }
-            }
-            Some(f) if f != FORMAT => {
-                return Err(JournalError::Db {
-                    path: shown,
-                    message: format!("not a moverctl journal (format {f:?})"),
-                });
-            }
-            Some(_) => {
-                let version = get("version")?.unwrap_or_default();
-                if version != VERSION.to_string() {
-                    return Err(JournalError::Db {
-                        path: shown,
-                        message: format!(
-                            "journal version {version} is not supported (this moverctl reads {VERSION})"
-                        ),
-                    });
-                }
-                // A journal that records identities is checked by them; one written before
-                // identities were kept (or by `open`) by the spelled locations, and then learns
-                // the identities.
-                let recorded = get("source_identity")?.zip(get("destination_identity")?);
-                let checks = match (&owner, &recorded) {
-                    (
-                        Owner::Identity {
-                            source,
-                            destination,
-                        },
-                        Some(_),
-                    ) => [
-                        ("source_identity", "source", *source),
-                        ("destination_identity", "destination", *destination),
-                    ],
-                    _ => [
-                        ("source", "source", source),
-                        ("destination", "destination", destination),
-                    ],
-                };
-                for (key, field, want) in checks {
-                    let found = get(key)?.unwrap_or_default();
-                    if found != want {
-                        let found = if key == field {
-                            found
-                        } else {
-                            get(field)?.unwrap_or(found)
-                        };
-                        return Err(JournalError::Mismatch {
-                            path: shown,
-                            field,
-                            found,
-                            want: if key == field {
-                                want.to_string()
-                            } else {
-                                format!("{want} (as resolved)")
-                            },
-                        });
-                    }
-                }
-                if let (
-                    Owner::Identity {
-                        source: si,
-                        destination: di,
-                    },
-                    None,
-                ) = (&owner, &recorded)
-                {
-                    for (k, v) in [("source_identity", si), ("destination_identity", di)] {
-                        conn.execute(
-                            "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
-                            [k, v],
-                        )
-                        .map_err(db)?;
-                    }
-                }
-            }
-        }
-        Ok(Journal {
-            conn,
-            path: path.to_path_buf(),
-            source: source.to_string(),
-            destination: destination.to_string(),
-            tap: None,
-        })
     }
 
     /// Hand every record that ends verified or failed to `tx` after it is committed.
@@ -562,140 +421,6 @@ impl Journal {
     }
 }
 
-const CANDIDATES_TABLE: &str = "CREATE TABLE IF NOT EXISTS sync_candidates (
-    key TEXT PRIMARY KEY, size INTEGER NOT NULL, last_modified TEXT NOT NULL, e_tag TEXT,
-    early_fee TEXT, status TEXT NOT NULL) WITHOUT ROWID;";
-
-/// Sync's deletion candidates (table `sync_candidates`), in the run's journal database or in a
-/// private temporary one (dry runs). It has its own connection to the journal file.
-pub struct CandidateSpill {
-    conn: Connection,
-    shown: String,
-    in_journal: bool,
-}
-
-impl CandidateSpill {
-    /// In the journal database at `journal`, replacing the previous run's candidates.
-    pub fn in_journal(journal: &Path) -> Result<CandidateSpill, JournalError> {
-        let shown = journal.display().to_string();
-        let conn = Connection::open(journal).map_err(|e| db_at(&shown, e))?;
-        conn.execute_batch(&format!(
-            "PRAGMA busy_timeout = 5000; {CANDIDATES_TABLE} DELETE FROM sync_candidates;"
-        ))
-        .map_err(|e| db_at(&shown, e))?;
-        Ok(CandidateSpill {
-            conn,
-            shown,
-            in_journal: true,
-        })
-    }
-
-    /// In a private temporary database (removed when closed).
-    pub fn temporary() -> Result<CandidateSpill, JournalError> {
-        let shown = "temporary candidate list".to_string();
-        let conn = Connection::open("").map_err(|e| db_at(&shown, e))?;
-        conn.execute_batch(CANDIDATES_TABLE)
-            .map_err(|e| db_at(&shown, e))?;
-        Ok(CandidateSpill {
-            conn,
-            shown,
-            in_journal: false,
-        })
-    }
-
-    fn db(&self, e: rusqlite::Error) -> JournalError {
-        db_at(&self.shown, e)
-    }
-
-    /// Write candidates in one transaction: status `kept` with their early-deletion fee, else
-    /// `candidate`.
-    pub fn insert(&mut self, rows: &[(Entry, Option<Usd>)]) -> Result<(), JournalError> {
-        let shown = self.shown.clone();
-        let tx = self.conn.transaction().map_err(|e| db_at(&shown, e))?;
-        {
-            let mut st = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO sync_candidates (key, size, last_modified, e_tag, early_fee, status)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(|e| db_at(&shown, e))?;
-            for (e, fee) in rows {
-                st.execute(params![
-                    e.key,
-                    e.size as i64,
-                    e.last_modified.to_rfc3339(),
-                    e.e_tag,
-                    fee.map(|f| f.0.to_string()),
-                    if fee.is_some() { "kept" } else { "candidate" },
-                ])
-                .map_err(|e| db_at(&shown, e))?;
-            }
-        }
-        tx.commit().map_err(|e| db_at(&shown, e))
-    }
-
-    /// Candidates in key order after `after`, at most `n`: (key, size, early fee if kept).
-    pub fn page(
-        &self,
-        after: &str,
-        n: usize,
-    ) -> Result<Vec<(String, u64, Option<Usd>)>, JournalError> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT key, size, early_fee FROM sync_candidates WHERE key > ?1 ORDER BY key LIMIT ?2",
-            )
-            .map_err(|e| self.db(e))?;
-        let rows = st
-            .query_map(params![after, n as i64], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)? as u64,
-                    r.get::<_, Option<String>>(2)?,
-                ))
-            })
-            .map_err(|e| self.db(e))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (k, size, fee) = row.map_err(|e| self.db(e))?;
-            out.push((k, size, fee.and_then(|f| f.parse().ok()).map(Usd)));
-        }
-        Ok(out)
-    }
-
-    /// Set candidates' status in one transaction. In the journal, a `deleted` key's object and
-    /// part rows go too: the record of a copy to a key that is gone now means nothing.
-    pub fn mark(&mut self, marks: &[(String, &'static str)]) -> Result<(), JournalError> {
-        let shown = self.shown.clone();
-        let forget = self.in_journal;
-        let tx = self.conn.transaction().map_err(|e| db_at(&shown, e))?;
-        for (k, status) in marks {
-            tx.execute(
-                "UPDATE sync_candidates SET status = ?2 WHERE key = ?1",
-                params![k, status],
-            )
-            .map_err(|e| db_at(&shown, e))?;
-            if forget && *status == "deleted" {
-                tx.execute("DELETE FROM objects WHERE key = ?1", [k])
-                    .and_then(|_| tx.execute("DELETE FROM parts WHERE key = ?1", [k]))
-                    .map_err(|e| db_at(&shown, e))?;
-            }
-        }
-        tx.commit().map_err(|e| db_at(&shown, e))
-    }
-
-    /// A candidate's last-modified time as listed (RFC 3339).
-    pub fn last_modified(&self, key: &str) -> Result<String, JournalError> {
-        self.conn
-            .query_row(
-                "SELECT last_modified FROM sync_candidates WHERE key = ?1",
-                [key],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.db(e))
-    }
-}
-
 fn db_at(path: &str, e: rusqlite::Error) -> JournalError {
     JournalError::Db {
         path: path.to_string(),
@@ -703,50 +428,11 @@ fn db_at(path: &str, e: rusqlite::Error) -> JournalError {
     }
 }
 
-/// Where a run's journal lives by default: the state folder, named after source and destination.
-pub fn default_path(state_dir: &Path, source: &str, destination: &str) -> PathBuf {
-    use sha2::{Digest, Sha256};
-    let h = Sha256::digest(format!("{source}\n{destination}").as_bytes());
-    let id: String = h.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    state_dir.join("journals").join(format!("{id}.sqlite"))
-}
-
-/// The journal of a pair in the state folder, keyed by the stores' identities (so any spelling
-/// of the same source and destination finds the same journal). A journal an earlier version
-/// kept under the spelled locations is moved to the new name, so a move started before the
-/// change resumes.
-pub fn path_for(state_dir: &Path, src: &crate::store::Store, dst: &crate::store::Store) -> PathBuf {
-    let path = default_path(state_dir, &src.identity, &dst.identity);
-    let old = default_path(state_dir, &src.shown(), &dst.shown());
-    if !path.exists() && old != path && old.exists() {
-        for suffix in ["", "-wal", "-shm"] {
-            let from = PathBuf::from(format!("{}{suffix}", old.display()));
-            if from.exists() {
-                let _ = std::fs::rename(&from, format!("{}{suffix}", path.display()));
-            }
-        }
-    }
-    path
-}
-
-/// The state folder (journals, probe results): `$MOVERCTL_STATE_DIR`, else
-/// `$XDG_STATE_HOME/moverctl`, else `~/.local/state/moverctl`; None when none of them is set.
-pub fn state_dir_if_known() -> Option<PathBuf> {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    env("MOVERCTL_STATE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| env("XDG_STATE_HOME").map(|d| PathBuf::from(d).join("moverctl")))
-        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/state/moverctl")))
-}
-
-/// As [`state_dir_if_known`], falling back to `.moverctl-state` in the current folder.
-pub fn state_dir() -> PathBuf {
-    state_dir_if_known().unwrap_or_else(|| PathBuf::from(".moverctl-state"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::money::Usd;
+    use crate::store::list::Entry;
 
     fn by_identity<'a>(source: &'a str, destination: &'a str) -> Owner<'a> {
         Owner::Identity {

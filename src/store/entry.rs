@@ -1,0 +1,77 @@
+//! What a listing yields: an object's [`Entry`], a key that is [`Listed`] as an object or
+//! refused, and the [`ListError`] that ends a listing. Shared by the listers (`super::list`) and
+//! the local folder walk (`super::local`), so neither refers to the other for its vocabulary.
+
+use super::error::StoreErrorKind;
+use chrono::{DateTime, Utc};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Relative to the location's prefix.
+    pub key: String,
+    pub size: u64,
+    pub last_modified: DateTime<Utc>,
+    pub e_tag: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listed {
+    Object(Entry),
+    /// A key that exists but cannot be handled; listing goes on.
+    Refused {
+        key: String,
+        reason: String,
+    },
+}
+
+impl Listed {
+    pub fn key(&self) -> &str {
+        match self {
+            Listed::Object(e) => &e.key,
+            Listed::Refused { key, .. } => key,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    #[error("listing {location}: {source}")]
+    Store {
+        location: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("listing {location}: {message}")]
+    Local { location: String, message: String },
+    /// The store's answers cannot be made into a complete listing: a request that kept failing
+    /// or was refused, or an answer that cannot be continued or contradicts the request.
+    #[error("listing {location}: {message}")]
+    Broken {
+        location: String,
+        /// The last HTTP status the store answered with, when it answered at all.
+        status: Option<u16>,
+        message: String,
+    },
+    #[error(
+        "listing {location} is not in key order ({prev:?} came before {key:?}); moverctl needs sorted listings (S3 Express directory buckets and some S3-compatible stores do not sort)"
+    )]
+    Unsorted {
+        location: String,
+        prev: String,
+        key: String,
+    },
+}
+
+impl ListError {
+    /// What the failure means for the run, from the error's values (never its text): a store's
+    /// typed error by [`StoreErrorKind::of`], a broken listing by its last HTTP status.
+    pub fn kind(&self) -> StoreErrorKind {
+        match self {
+            ListError::Store { source, .. } => StoreErrorKind::of(source),
+            ListError::Broken {
+                status: Some(s), ..
+            } => StoreErrorKind::of_status(*s).unwrap_or(StoreErrorKind::Other),
+            _ => StoreErrorKind::Other,
+        }
+    }
+}
