@@ -3,16 +3,16 @@
 
 use super::CliError;
 use super::args::{CopyArgs, ExecArgs};
-use moverctl::summary::copy::{credentials_refused, summary_text, vs_plan_text};
-use moverctl::json::copy::{RunIds, event_json, summary_json};
 use super::engine::{Resolved, resolve, usage};
 use super::exit::Exit;
 use super::progress::{Display, Progress};
 use moverctl::catalog::Catalog;
 use moverctl::journal;
+use moverctl::json::copy::{RunIds, event_json, summary_json};
 use moverctl::plan::file::PlanFile;
 use moverctl::store::Store;
 use moverctl::store::config::Remotes;
+use moverctl::summary::copy::{credentials_refused, summary_text, vs_plan_text};
 use moverctl::units::fmt_bytes;
 use std::io::Write;
 

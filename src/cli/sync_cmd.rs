@@ -10,15 +10,15 @@ use super::CliError;
 use super::args::SyncArgs;
 use super::engine::{resolve, usage};
 use super::exit::Exit;
-use moverctl::job::sync::metrics::Metrics;
 use super::progress::Progress;
+use moverctl::catalog::Catalog;
+use moverctl::job::sync::metrics::Metrics;
+use moverctl::job::sync::{SyncJob, SyncOutcome as Outcome};
 use moverctl::job::trust::resolve_storage_class;
 use moverctl::json::sync::SyncIds;
-use moverctl::summary::sync::{dry_run_copy_line, dry_run_delete_line, messages, one_line};
-use moverctl::catalog::Catalog;
-use moverctl::job::sync::{SyncJob, SyncOutcome as Outcome};
 use moverctl::store::Store;
 use moverctl::store::config::Remotes;
+use moverctl::summary::sync::{dry_run_copy_line, dry_run_delete_line, messages, one_line};
 use moverctl::transfer::sync::MaxDelete;
 use std::io::Write;
 
@@ -164,10 +164,7 @@ fn run_and_show(
     let (problems, info) = messages(&o, &ids, notes);
     let line = one_line(&o, &src_shown, &dst_shown);
     if res.json {
-        println!(
-            "{}",
-            moverctl::json::sync::summary_json(&o, &ids)
-        );
+        println!("{}", moverctl::json::sync::summary_json(&o, &ids));
     } else if !args.quiet {
         println!("{line}");
     } else if o.exit != Exit::Success {

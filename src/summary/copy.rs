@@ -1,11 +1,11 @@
 //! What `copy` and `exec` print: the text summary on stderr, the `--json` summary and event
 //! lines, and the run set against its plan.
 
-use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use crate::job::pricing::VsPlan;
 use crate::plan::file::PlanFile;
 use crate::transfer::Report;
 use crate::units::{fmt_bytes, fmt_duration};
+use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use rust_decimal::Decimal;
 
 /// When objects failed because a store refused the credentials (the run exits 4, not 3): what

@@ -2,12 +2,12 @@
 //! the `--json` summary object, and the lines of a dry run.
 
 use super::copy::credentials_refused;
-use crate::json::sync::SyncIds;
-use crate::json::copy::event_json;
 use crate::job::sync::SyncOutcome as Outcome;
+use crate::json::copy::event_json;
+use crate::json::sync::SyncIds;
 use crate::transfer::Event;
 use crate::transfer::Report;
-use crate::transfer::sync::{Fate, MinDuration, Verdict};
+use crate::transfer::sync::{Fate, Verdict};
 use crate::units::{fmt_bytes, fmt_duration};
 use rust_decimal::Decimal;
 
@@ -27,12 +27,7 @@ pub fn dry_run_copy_line(ev: &Event, json: bool) -> Option<String> {
 }
 
 /// The line a dry run prints for a destination-only object.
-pub fn dry_run_delete_line(
-    key: &str,
-    bytes: u64,
-    fate: &Fate,
-    json: bool,
-) -> Option<String> {
+pub fn dry_run_delete_line(key: &str, bytes: u64, fate: &Fate, json: bool) -> Option<String> {
     let (event, extra) = match fate {
         Fate::WouldDelete => ("would_delete", String::new()),
         Fate::Kept(fee) => (
@@ -279,4 +274,3 @@ fn delete_verdict(
         _ => {}
     }
 }
-

@@ -4,8 +4,8 @@
 //! naming the known ones and the line of the file.
 
 use super::{find_class, wire_class};
-use crate::job::JobError;
 use crate::catalog::Catalog;
+use crate::job::JobError;
 use crate::store::Kind;
 use crate::store::config::Remotes;
 
