@@ -14,7 +14,7 @@
 //! A store that does not allow the request (a bucket policy denying presigned requests answers
 //! 403) gets that write and the rest of the run's through object_store instead.
 
-use super::copy::{self, CopyError, Ctx};
+use super::copy::context::{CopyError, Ctx, s3_answer_error};
 use super::server_side::{Refused, Verdict, add_metadata, put_signed, xml_field};
 use crate::store::CrcWriter;
 use crate::store::http::DigestHeaders;
@@ -66,7 +66,7 @@ pub(super) async fn put_part(
         return Ok(None);
     };
     let Some(etag) = etag else {
-        return Err(copy::s3_answer_error(
+        return Err(s3_answer_error(
             "uploading a part",
             "its answer holds no ETag".into(),
             None,
@@ -173,7 +173,7 @@ async fn send(
             .await
             .map_err(|e| Refused::Copy(CopyError::Store { what, source: e }))
     };
-    let generic = |msg: String, status: Option<u16>| copy::s3_answer_error(what, msg, status);
+    let generic = |msg: String, status: Option<u16>| s3_answer_error(what, msg, status);
     let judged = put_signed(ctx, what, sign, &headers, chunks, generic, |reply| {
         let code = xml_field(&reply.body, "Code").unwrap_or_default();
         let fail = |e: CopyError| Verdict::Fail(Refused::Copy(e));

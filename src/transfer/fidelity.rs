@@ -22,6 +22,7 @@
 //! Azure and `owner-team` again on S3. moverctl's own keys are identifiers
 //! already and look the same everywhere.
 
+use super::copy::context::{CopyError, Ctx, s3_answer_error};
 use crate::checksum::{META_CRC64, META_SIZE, META_SRC_ETAG};
 use crate::store::http::DigestHeaders;
 use object_store::{Attribute, Attributes};
@@ -320,10 +321,10 @@ pub fn from_azure(k: &str) -> String {
 /// server-side CopyObject keeps them by itself (its tagging directive is COPY); every other
 /// write to S3 sends them as `x-amz-tagging`.
 pub(super) async fn source_tags(
-    ctx: &super::copy::Ctx,
+    ctx: &Ctx,
     src: &crate::store::list::Entry,
     meta: Option<&ObjectMeta>,
-) -> Result<object_store::TagSet, super::copy::CopyError> {
+) -> Result<object_store::TagSet, CopyError> {
     use object_store::signer::{Method, SignedUrlOptions, Signer};
     use std::sync::atomic::Ordering::Relaxed;
     let mut tags = object_store::TagSet::default();
@@ -334,13 +335,10 @@ pub(super) async fn source_tags(
         return Ok(tags);
     }
     let what = "reading the source's tags (GetObjectTagging)";
-    let path = ctx
-        .src
-        .path_of(&src.key)
-        .map_err(|e| super::copy::CopyError::Store {
-            what: "source key",
-            source: e.into(),
-        })?;
+    let path = ctx.src.path_of(&src.key).map_err(|e| CopyError::Store {
+        what: "source key",
+        source: e.into(),
+    })?;
     let opts = SignedUrlOptions::default().with_query([("tagging", String::new())]);
     let mut url = s3
         .signed_url_opts(
@@ -350,7 +348,7 @@ pub(super) async fn source_tags(
             &opts,
         )
         .await
-        .map_err(|e| super::copy::CopyError::Store { what, source: e })?;
+        .map_err(|e| CopyError::Store { what, source: e })?;
     if ctx.src.s3_anonymous {
         crate::store::s3list::strip_signature(&mut url);
     }
@@ -370,12 +368,12 @@ pub(super) async fn source_tags(
         } else {
             "the connection failed"
         };
-        super::copy::s3_answer_error(what, msg.into(), None)
+        s3_answer_error(what, msg.into(), None)
     })?;
     let status = resp.status().as_u16();
     let body = resp.text().await.unwrap_or_default();
     if !(200..300).contains(&status) {
-        return Err(super::copy::s3_answer_error(
+        return Err(s3_answer_error(
             what,
             format!("the store answered {status}"),
             Some(status),

@@ -26,7 +26,10 @@
 
 use super::Verify;
 use super::claims::Claims;
-use super::copy::{self, CopyError, Ctx, Outcome};
+use super::copy::attributes::metadata;
+use super::copy::context::{CopyError, Ctx, FromUrl, Outcome, crc_first, progress_in_flight};
+use super::copy::resume::{abandon, resume_or_start};
+use super::copy::source::discover_for;
 use super::server_side::{self, Refused, Verdict};
 use super::verification::{ReadCheck, Verification, WriteCheck};
 use crate::checksum;
@@ -48,19 +51,6 @@ pub const MAX_BLOCK: u64 = crate::catalog::parts::MAX_FROM_URL_BLOCK;
 
 /// How long a signed source or destination URL is valid: one block request (retries sign anew).
 const SIGNED_FOR: Duration = Duration::from_secs(3600);
-
-/// What a run needs to copy from source URLs, decided once when it starts ([`FromUrl::between`]).
-#[derive(Debug)]
-pub struct FromUrl {
-    /// Set once the service refuses the call or cannot read a source URL: the rest of the run
-    /// streams.
-    off: AtomicBool,
-    /// Set once a block's answer carried no CRC64: CRC-proven copies stream for the rest of the
-    /// run (the MD5 proofs still apply).
-    no_crc: AtomicBool,
-    /// Objects whose fetched blocks did not prove out: their retries stream at once.
-    unproven: std::sync::Mutex<std::collections::HashSet<String>>,
-}
 
 impl FromUrl {
     /// Possible when the destination is Azure Blob and the source an S3 or Azure location whose
@@ -189,8 +179,8 @@ pub(super) async fn copy(
     };
     // A single upload's part size is the whole object.
     let part = part.min(src.size);
-    let claims = copy::discover_for(ctx, src, true, false).await?;
-    if !copy::crc_first(ctx) {
+    let claims = discover_for(ctx, src, true, false).await?;
+    if !crc_first(ctx) {
         // Learned as the streamed copy would learn them.
         *known = Some(claims.clone());
     }
@@ -301,7 +291,7 @@ async fn blocks(
     let part = mode.part(src.size).max(1);
     let n = src.size.div_ceil(part);
     let known_crc = claims.crc64_meta.or(claims.crc64_stored);
-    let (id, done) = copy::resume_or_start(
+    let (id, done) = resume_or_start(
         ctx,
         mp,
         req.path,
@@ -322,7 +312,7 @@ async fn blocks(
             && (want_md5 || u64::from_str_radix(&p.crc64, 16).is_ok())
         {
             ctx.counters.resumed_parts.fetch_add(1, Relaxed);
-            copy::progress_in_flight(ctx, &src.key, p.size);
+            progress_in_flight(ctx, &src.key, p.size);
             return Ok::<PartRecord, Refused>(p);
         }
         let content_id = block_id(idx);
@@ -406,7 +396,7 @@ async fn blocks(
         }
     };
     if !proven {
-        copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
+        abandon(ctx, mp, req.path, &id, &src.key, false).await;
         if crc.is_some() || !matches!(mode, Mode::Crc { .. }) {
             tracing::warn!(
                 target: "moverctl::copy",
@@ -429,14 +419,14 @@ async fn blocks(
         req.az,
         req.path,
         &ids,
-        &copy::metadata(ctx, src, crc, claims.meta.as_ref()),
+        &metadata(ctx, src, crc, claims.meta.as_ref()),
         whole_md5,
     )
     .await
     {
         Ok(a) => a,
         Err(Refused::Off(why)) => {
-            copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
+            abandon(ctx, mp, req.path, &id, &src.key, false).await;
             return Err(Refused::Off(why));
         }
         // Staged and proven: the next attempt commits them without fetching again.

@@ -5,7 +5,7 @@
 //! its size (`fallocate`; file systems without it, such as some network mounts, get a sparse
 //! `set_len`), with positional writes, so several parts of one object are in flight at once and
 //! no byte is copied between them. The CRC64 is computed once, as the bytes are written; the
-//! source's own digests are checked ([`super::copy::check_source`]) before the file gets its final
+//! source's own digests are checked ([`super::copy::source::check_source`]) before the file gets its final
 //! name with one atomic `rename`. Until then a reader of the destination sees the old object or
 //! nothing, never a part of the new one.
 //!
@@ -44,7 +44,9 @@
 //! recorded (`moverctl_mode`).
 
 use super::claims::{Claims, InOrder, Ordered};
-use super::copy::{CopyError, Ctx, Outcome, check_source, discover, store_err};
+use super::copy::context::{CopyError, Ctx, Outcome, crc_suffices, store_err};
+use super::copy::read::exact_length;
+use super::copy::source::{check_source, discover};
 use super::range_md5::Seen;
 use super::verification::{Verification, WriteCheck};
 use super::{Fsync, Verify};
@@ -280,7 +282,7 @@ async fn get(
 /// [`get`]'s stream, unless the object is an Azure blob whose answer states no digest
 /// (`claims`, with that answer's): then its `range` is read again in ranges the service checks
 /// ([`super::range_md5`], the counts going to `seen`) and the GET's body is dropped unread, as
-/// on every other destination's path ([`super::copy::read_range`]).
+/// on every other destination's path ([`super::copy::read::read_range`]).
 async fn by_range(
     ctx: &Ctx,
     src: &Entry,
@@ -487,7 +489,7 @@ async fn write_stream(
         }
     }
     let d = h.finish();
-    super::copy::exact_length(&d, &range)?;
+    exact_length(&d, &range)?;
     Ok((d, pieces.map(PieceMd5s::finish).unwrap_or_default()))
 }
 
@@ -897,7 +899,7 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
     } else if part.is_none() {
         let strict = ctx.opts.verify == Verify::Strict;
         let mut claims = discover(ctx, src, strict).await?;
-        if super::copy::crc_suffices(ctx) {
+        if crc_suffices(ctx) {
             claims.prefer_crc();
         }
         (claims, Reads::Stream, size)
@@ -905,7 +907,7 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
         let mut claims = discover(ctx, src, true).await?;
         // A source that states a CRC is checked by it alone: no MD5 pass, and its ranges
         // need not follow its own part layout.
-        if super::copy::crc_suffices(ctx) {
+        if crc_suffices(ctx) {
             claims.prefer_crc();
         }
         let rest = Claims {

@@ -475,14 +475,16 @@ impl Run {
         };
         let buffer_mib = (max_buffer >> 20).clamp(1, u32::MAX as u64 >> 1) as usize;
         let server_side = if opts.server_side && !opts.dry_run {
-            server_side::ServerSide::between(&src, &dst)
+            copy::context::ServerSide::between(&src, &dst)
                 .await
                 .map(Arc::new)
         } else {
             None
         };
         let from_url = if opts.server_side && !opts.dry_run && server_side.is_none() {
-            from_url::FromUrl::between(&src, &dst).await.map(Arc::new)
+            copy::context::FromUrl::between(&src, &dst)
+                .await
+                .map(Arc::new)
         } else {
             None
         };

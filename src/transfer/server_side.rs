@@ -24,7 +24,13 @@
 
 use super::Verify;
 use super::claims::Claims;
-use super::copy::{self, CopyError, Ctx, Outcome};
+use super::copy::attributes::metadata;
+use super::copy::context::{
+    CopyError, Ctx, Outcome, ServerSide, progress_in_flight, s3_answer_error, store_err,
+};
+use super::copy::head::raw_head;
+use super::copy::resume::{abandon, resume_or_start};
+use super::copy::source::discover_for;
 use super::fidelity::ObjectMeta;
 use super::verification::{ReadCheck, Verification, WriteCheck};
 use crate::checksum::{self, Digests};
@@ -40,21 +46,6 @@ use object_store::{Attribute, ObjectStoreExt};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::time::Duration;
-
-/// What a run needs to copy server side, decided once when it starts ([`ServerSide::between`]).
-#[derive(Debug)]
-pub struct ServerSide {
-    /// The source's bucket, named in `x-amz-copy-source`.
-    src_bucket: String,
-    /// Set once the service refuses a server-side copy (not implemented, or denied): the rest
-    /// of the run streams.
-    off: AtomicBool,
-    /// Whether one CopyObject of a multipart source answers with the source's own multipart
-    /// ETag ([`WHOLE_UNKNOWN`], [`WHOLE_KEEPS`], [`WHOLE_REWRITES`]): Garage's copy keeps the
-    /// object's parts (one request, nearly free), AWS rewrites it as one part with a new ETag
-    /// that proves nothing. Learned from the run's first such answer.
-    whole: AtomicU8,
-}
 
 const WHOLE_UNKNOWN: u8 = 0;
 const WHOLE_KEEPS: u8 = 1;
@@ -121,7 +112,7 @@ pub(super) async fn copy(
     let (Some(dst_s3), Some(e_tag)) = (&ctx.dst.s3, &src.e_tag) else {
         return Ok(None);
     };
-    let mut claims = copy::discover_for(ctx, src, false, false).await?;
+    let mut claims = discover_for(ctx, src, false, false).await?;
     let Some(mode) = mode_for(ctx, src, &claims) else {
         return Ok(None);
     };
@@ -132,7 +123,7 @@ pub(super) async fn copy(
         let Some(s3) = &ctx.src.s3 else {
             return Ok(None);
         };
-        match copy::raw_head(ctx, s3, src, None).await {
+        match raw_head(ctx, s3, src, None).await {
             Ok(Some(h)) => {
                 if let Some(v) = h.get(&format!("x-amz-meta-{}", checksum::META_CRC64)) {
                     claims.add_meta_crc64(v);
@@ -298,10 +289,7 @@ async fn single(
         HeaderName::from_static("x-amz-metadata-directive"),
         HeaderValue::from_static("REPLACE"),
     );
-    add_metadata(
-        &mut headers,
-        &copy::metadata(ctx, src, crc, req.meta.as_ref()),
-    );
+    add_metadata(&mut headers, &metadata(ctx, src, crc, req.meta.as_ref()));
     let answer = send(req, &[], headers, "copying on the server (CopyObject)").await?;
     if let Err(off) = refuse_if_encrypted(&answer) {
         let _ = ctx.dst.inner.delete(req.path).await;
@@ -315,7 +303,7 @@ async fn single(
         // A source encrypted with SSE-KMS or SSE-C has ETags that are no MD5s (one HEAD tells):
         // no copy of this run could be proven by them.
         if let Some(s3) = &ctx.src.s3
-            && let Ok(Some(h)) = copy::raw_head(ctx, s3, src, None).await
+            && let Ok(Some(h)) = raw_head(ctx, s3, src, None).await
             && !h.s3_etag_can_be_md5()
         {
             return Err(Refused::Off(
@@ -356,10 +344,7 @@ async fn whole(
         HeaderName::from_static("x-amz-metadata-directive"),
         HeaderValue::from_static("REPLACE"),
     );
-    add_metadata(
-        &mut headers,
-        &copy::metadata(ctx, src, crc, req.meta.as_ref()),
-    );
+    add_metadata(&mut headers, &metadata(ctx, src, crc, req.meta.as_ref()));
     let answer = send(
         req,
         &[],
@@ -400,7 +385,7 @@ async fn parts(
     let ctx = req.ctx;
     let mp = ctx.dst.multipart.as_ref().expect("checked in mode_for");
     let n = src.size.div_ceil(part);
-    let (id, done) = copy::resume_or_start(
+    let (id, done) = resume_or_start(
         ctx,
         mp,
         req.path,
@@ -420,7 +405,7 @@ async fn parts(
                 && p.md5.as_deref().and_then(checksum::etag_md5).is_some()
             {
                 ctx.counters.resumed_parts.fetch_add(1, Relaxed);
-                copy::progress_in_flight(ctx, &src.key, p.size);
+                progress_in_flight(ctx, &src.key, p.size);
                 return Ok::<PartRecord, Refused>(p);
             }
             let headers = copy_headers(req, Some(start..end))?;
@@ -455,7 +440,7 @@ async fn parts(
     let composed = part_md5s(&recs).map(|m| checksum::multipart_etag(&m));
     if composed.as_deref() != Some(want) {
         // A part the server copied is not the source's part (or its ETag is no MD5).
-        copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
+        abandon(ctx, mp, req.path, &id, &src.key, false).await;
         tracing::warn!(
             target: "moverctl::copy",
             key = %src.key,
@@ -474,14 +459,12 @@ async fn parts(
     let res = match mp.complete_multipart(req.path, &id, ids).await {
         Ok(r) => r,
         Err(e) => {
-            copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
-            return Err(Refused::Copy(copy::store_err(
-                "completing the multipart copy",
-            )(e)));
+            abandon(ctx, mp, req.path, &id, &src.key, false).await;
+            return Err(Refused::Copy(store_err("completing the multipart copy")(e)));
         }
     };
     if res.e_tag.as_deref().map(checksum::etag_norm).as_deref() != Some(want) {
-        copy::abandon(ctx, mp, req.path, &id, &src.key, true).await;
+        abandon(ctx, mp, req.path, &id, &src.key, true).await;
         return Err(Refused::Copy(CopyError::Mismatch(
             "the destination's multipart ETag after a server-side copy differs from the source's"
                 .into(),
@@ -506,7 +489,7 @@ pub(super) fn journal_part(ctx: &Ctx, key: &str, rec: PartRecord) -> Result<Part
             .put_part(key, &rec)
             .map_err(CopyError::from)?;
     }
-    copy::progress_in_flight(ctx, key, rec.size);
+    progress_in_flight(ctx, key, rec.size);
     Ok(rec)
 }
 
@@ -526,7 +509,7 @@ pub(super) async fn gather(
         match r {
             Ok(p) => recs.push(p),
             Err(Refused::Off(why)) => {
-                copy::abandon(ctx, mp, path, id, key, false).await;
+                abandon(ctx, mp, path, id, key, false).await;
                 return Err(Refused::Off(why));
             }
             Err(e) => return Err(e),
@@ -799,7 +782,7 @@ async fn send(
     for (k, v) in &headers {
         opts = opts.with_signed_header(k.clone(), v.clone());
     }
-    let generic = |msg: String, status: Option<u16>| copy::s3_answer_error(what, msg, status);
+    let generic = |msg: String, status: Option<u16>| s3_answer_error(what, msg, status);
     let opts = &opts;
     let sign = || async move {
         req.s3

@@ -16,7 +16,11 @@
 //! twice, so the PUT is not retried in place: a failure fails this attempt and the engine's retry
 //! copies the object again.
 
-use super::copy::{self, CopyError, Ctx, Outcome};
+use super::copy::attributes::metadata;
+use super::copy::context::{
+    CopyError, Ctx, InFlightGuard, Outcome, add_in_flight, s3_answer, s3_answer_error, store_err,
+};
+use super::copy::read::read_range;
 use super::verification::{ReadCheck, Verification, WriteCheck};
 use crate::checksum::{self, Digests, Hasher};
 use crate::store::http::DigestHeaders;
@@ -65,7 +69,7 @@ pub(super) async fn copy(
     let what = "writing the destination (one streamed PUT)";
     // The GET first: its answer says whether the ETag is an MD5 at all, before it is sent as one.
     let seen = Arc::new(Mutex::new(super::claims::Claims::default()));
-    let mut source = copy::read_range(ctx, src, 0..src.size, Some(seen.clone()));
+    let mut source = read_range(ctx, src, 0..src.size, Some(seen.clone()));
     let first = match source.next().await {
         Some(Err(e)) => return Err(e),
         first => first,
@@ -86,7 +90,7 @@ pub(super) async fn copy(
     })?;
     let mut headers = HeaderMap::new();
     let meta = seen.lock().expect("claims lock").meta.clone();
-    super::server_side::add_metadata(&mut headers, &copy::metadata(ctx, src, None, meta.as_ref()));
+    super::server_side::add_metadata(&mut headers, &metadata(ctx, src, None, meta.as_ref()));
     let tags = super::fidelity::source_tags(ctx, src, meta.as_ref()).await?;
     if !tags.is_empty()
         && let Ok(v) = object_store::signer::HeaderValue::from_str(tags.encoded())
@@ -110,7 +114,7 @@ pub(super) async fn copy(
         .lock()
         .expect("progress lock")
         .insert(src.key.clone(), (0, src.size));
-    let _in_flight = copy::InFlightGuard(ctx.counters.clone(), src.key.clone());
+    let _in_flight = InFlightGuard(ctx.counters.clone(), src.key.clone());
 
     // The body: the pinned GET's stream, paced by --bwlimit, hashed (CRC64) and counted. A read
     // error is kept here so that it is reported as itself (a changed source, a short read), not
@@ -150,7 +154,7 @@ pub(super) async fn copy(
                     }
                     limits.take_bytes(n).await;
                     counters.read_bytes.fetch_add(n, Relaxed);
-                    copy::add_in_flight(&counters, &key, n);
+                    add_in_flight(&counters, &key, n);
                     Ok(c)
                 }
                 Err(e) => {
@@ -196,7 +200,7 @@ pub(super) async fn copy(
             } else {
                 "the connection broke"
             };
-            return Err(copy::s3_answer_error(what, msg.into(), None));
+            return Err(s3_answer_error(what, msg.into(), None));
         }
     };
     let status = resp.status().as_u16();
@@ -259,7 +263,7 @@ pub(super) async fn copy(
 /// A PUT's error answer as a copy error, classified like every store answer (the code in the
 /// form the store's body has it, which is what the classification reads).
 fn refused(what: &'static str, status: u16, code: &str) -> CopyError {
-    copy::store_err(what)(copy::s3_answer(
+    store_err(what)(s3_answer(
         format!("the store answered {status}: <Code>{code}</Code>"),
         Some(status),
     ))
