@@ -13,6 +13,7 @@ pub mod list;
 pub mod local;
 pub mod location;
 pub mod overlap;
+pub mod presign;
 pub mod retry;
 pub mod s3list;
 

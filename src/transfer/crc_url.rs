@@ -15,9 +15,10 @@
 //! 403) gets that write and the rest of the run's through object_store instead.
 
 use super::copy::context::{CopyError, Ctx, s3_answer_error};
-use super::server_side::{Refused, Verdict, add_metadata, put_signed, xml_field};
+use super::server_side::{Refused, Verdict, put_signed};
 use crate::store::CrcWriter;
 use crate::store::http::DigestHeaders;
+use crate::store::presign::{add_metadata, xml_field};
 use crate::store::retry::retryable_status;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;

@@ -524,7 +524,7 @@ fn error_code(headers: &reqwest::header::HeaderMap, body: &str) -> String {
         .get("x-ms-error-code")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
-        .or_else(|| server_side::xml_field(body, "Code"))
+        .or_else(|| crate::store::presign::xml_field(body, "Code"))
         .unwrap_or_default()
 }
 

@@ -38,11 +38,12 @@ use crate::journal::PartRecord;
 use crate::store::Store;
 use crate::store::list::Entry;
 use crate::store::location::Location;
-use crate::store::retry::{Backoff, retryable_status};
+use crate::store::presign::{self, add_metadata, xml_field};
+use crate::store::retry::retryable_status;
 use futures::stream::{self, StreamExt};
+use object_store::ObjectStoreExt;
 use object_store::multipart::PartId;
 use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, SignedUrlOptions, Signer};
-use object_store::{Attribute, ObjectStoreExt};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::time::Duration;
@@ -584,29 +585,6 @@ fn copy_headers(
     Ok(h)
 }
 
-/// The content headers, user metadata (moverctl's among them) and storage class as the headers
-/// an S3 PUT or a CopyObject with `REPLACE` takes.
-pub(super) fn add_metadata(h: &mut HeaderMap, attrs: &object_store::Attributes) {
-    for (k, v) in attrs {
-        let name = match k {
-            Attribute::Metadata(m) => format!("x-amz-meta-{m}"),
-            Attribute::StorageClass => "x-amz-storage-class".to_string(),
-            Attribute::ContentType => "content-type".to_string(),
-            Attribute::ContentEncoding => "content-encoding".to_string(),
-            Attribute::ContentLanguage => "content-language".to_string(),
-            Attribute::ContentDisposition => "content-disposition".to_string(),
-            Attribute::CacheControl => "cache-control".to_string(),
-            _ => continue,
-        };
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(v.as_ref()),
-        ) {
-            h.insert(n, v);
-        }
-    }
-}
-
 /// Percent-encodes a key for `x-amz-copy-source` (every byte but unreserved ones and `/`).
 fn encode_key(key: &str) -> String {
     let mut out = String::with_capacity(key.len());
@@ -645,14 +623,6 @@ fn copy_result_etag(body: &str) -> Result<String, CopyError> {
         })
 }
 
-pub(super) fn xml_field(body: &str, name: &str) -> Option<String> {
-    let open = format!("<{name}>");
-    let close = format!("</{name}>");
-    let start = body.find(&open)? + open.len();
-    let len = body[start..].find(&close)?;
-    Some(body[start..start + len].trim().to_string())
-}
-
 /// A copy request's answer.
 struct Answer {
     body: String,
@@ -661,40 +631,12 @@ struct Answer {
     etag_can_be_md5: bool,
 }
 
-/// The HTTP client of moverctl's own copy requests (server-side copies, copies from a URL).
-pub(super) fn client() -> &'static reqwest::Client {
-    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
-    CLIENT.get_or_init(|| {
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            // A copy of a large part takes the server a while; the answer comes at the end.
-            .read_timeout(Duration::from_secs(600))
-            .build()
-            .unwrap_or_default()
-    })
-}
+/// What an answer to one of this strategy family's signed PUTs means ([`presign::Verdict`], failing
+/// with a [`Refused`]).
+pub(super) type Verdict<T> = presign::Verdict<T, Refused>;
 
-/// One answer to a signed PUT.
-pub(super) struct Reply {
-    pub status: u16,
-    pub headers: reqwest::header::HeaderMap,
-    pub body: String,
-}
-
-/// What an answer means to the request's caller.
-pub(super) enum Verdict<T> {
-    Done(T),
-    /// Worth another attempt (a 5xx, a throttle): why, and the status.
-    Retry(String, Option<u16>),
-    Fail(Refused),
-}
-
-/// A PUT of `body` (its chunks in order) with `headers` to a URL signed anew for each attempt,
-/// paced by `--tpslimit` and counted (a throttling answer also slows the destination's window,
-/// as for requests object_store sends), retried under the one retry policy while `judge` says
-/// so or the connection fails; `generic` words the error when the retries run out. The URL
-/// carries a signature: it is logged by path only and no transport error (which would print
-/// it) is kept.
+/// [`presign::put_signed`] to the run's destination, paced by its limits and counted as a PUT;
+/// `generic` words the copy error when the retries run out.
 pub(super) async fn put_signed<T, S: Future<Output = Result<url::Url, Refused>>>(
     ctx: &Ctx,
     what: &'static str,
@@ -702,72 +644,15 @@ pub(super) async fn put_signed<T, S: Future<Output = Result<url::Url, Refused>>>
     headers: &HeaderMap,
     body: Vec<bytes::Bytes>,
     generic: impl Fn(String, Option<u16>) -> CopyError,
-    judge: impl Fn(Reply) -> Verdict<T>,
+    judge: impl Fn(presign::Reply) -> Verdict<T>,
 ) -> Result<T, Refused> {
-    let mut backoff = Backoff::with_window(ctx.dst.retry_window);
-    loop {
-        let url = sign().await?;
-        ctx.limits.take_request().await;
-        ctx.counters.put.fetch_add(1, Relaxed);
-        let shown_path = url.path().to_string();
-        let started = std::time::Instant::now();
-        let len: usize = body.iter().map(|b| b.len()).sum();
-        let payload = match body.len() {
-            0 => reqwest::Body::from(bytes::Bytes::new()),
-            1 => reqwest::Body::from(body[0].clone()),
-            _ => reqwest::Body::wrap_stream(futures::stream::iter(
-                body.clone().into_iter().map(Ok::<_, std::io::Error>),
-            )),
-        };
-        // As object_store bounds its own requests: an upload that stalls ends and is retried.
-        let mut r = client()
-            .put(url)
-            .timeout(Duration::from_secs(3600))
-            .header("content-length", len.to_string())
-            .body(payload);
-        for (k, v) in headers {
-            r = r.header(k, v);
-        }
-        let (failure, last_status) = match r.send().await {
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                ctx.dst.observer.saw(status);
-                let headers = resp.headers().clone();
-                let body = resp.text().await.unwrap_or_default();
-                ctx.dst.observer.judge_refusal(status, body.as_bytes());
-                tracing::debug!(
-                    target: "moverctl::http",
-                    method = "PUT",
-                    path = %shown_path,
-                    status,
-                    ms = started.elapsed().as_millis() as u64,
-                    "request ({what})"
-                );
-                match judge(Reply {
-                    status,
-                    headers,
-                    body,
-                }) {
-                    Verdict::Done(t) => return Ok(t),
-                    Verdict::Fail(e) => return Err(e),
-                    Verdict::Retry(why, status) => (why, status),
-                }
-            }
-            Err(e) if e.is_timeout() => ("the request timed out".to_string(), None),
-            Err(e) if e.is_connect() => ("the connection failed".to_string(), None),
-            Err(_) => ("the connection broke".to_string(), None),
-        };
-        if !backoff.wait_logged(what, &failure).await {
-            return Err(Refused::Copy(generic(
-                format!(
-                    "{failure}; gave up after {} retries over {:.0?}",
-                    backoff.retries(),
-                    backoff.elapsed()
-                ),
-                last_status,
-            )));
-        }
-    }
+    let to = presign::PutTo {
+        store: &ctx.dst,
+        limits: &ctx.limits,
+        puts: &ctx.counters.put,
+    };
+    let gave_up = |msg: String, status: Option<u16>| Refused::Copy(generic(msg, status));
+    presign::put_signed(to, what, sign, headers, body, gave_up, judge).await
 }
 
 /// A presigned PUT to the destination key with `headers` bound to the signature, retried under

@@ -90,7 +90,7 @@ pub(super) async fn copy(
     })?;
     let mut headers = HeaderMap::new();
     let meta = seen.lock().expect("claims lock").meta.clone();
-    super::server_side::add_metadata(&mut headers, &metadata(ctx, src, None, meta.as_ref()));
+    crate::store::presign::add_metadata(&mut headers, &metadata(ctx, src, None, meta.as_ref()));
     let tags = super::fidelity::source_tags(ctx, src, meta.as_ref()).await?;
     if !tags.is_empty()
         && let Ok(v) = object_store::signer::HeaderValue::from_str(tags.encoded())
@@ -218,7 +218,7 @@ pub(super) async fn copy(
     if !(200..300).contains(&status) {
         // Classified like every store answer: a refused Content-MD5 (the bytes are not the
         // source's) is an integrity error, tried again; a 412 means the source changed.
-        let code = super::server_side::xml_field(&text, "Code").unwrap_or_default();
+        let code = crate::store::presign::xml_field(&text, "Code").unwrap_or_default();
         return Err(refused(what, status, &code));
     }
     ctx.counters.written_bytes.fetch_add(src.size, Relaxed);
