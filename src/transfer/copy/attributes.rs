@@ -44,7 +44,7 @@ pub(in crate::transfer) fn metadata(
         Attribute::Metadata(META_SIZE.into()),
         src.size.to_string().into(),
     );
-    crate::transfer::local_dest::source_file_attributes(ctx, src, &mut a);
+    crate::transfer::local_dest::file::source_file_attributes(ctx, src, &mut a);
     if let Some(sc) = &ctx.dst.storage_class {
         a.insert(Attribute::StorageClass, sc.clone().into());
     }
