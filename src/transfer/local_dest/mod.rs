@@ -50,15 +50,17 @@ mod resume;
 pub use file::sync_file_system;
 
 use crate::checksum::{self, Digests};
-use crate::journal::{Journal, JournalError, ObjectRecord, State};
+use crate::journal::{Journal, JournalError, ObjectRecord, PartRecord, State};
 use crate::store::list::Entry;
 use crate::transfer::Verify;
 use crate::transfer::claims::{Claims, InOrder, Ordered};
 use crate::transfer::copy::context::{CopyError, Ctx, Outcome, crc_suffices};
 use crate::transfer::copy::source::{check_source, discover};
 use crate::transfer::range_md5::Seen;
-use crate::transfer::verification::Verification;
-use file::{BATCH, BLOCK, blocking, create_partial, finish_file, local_unchanged, read_err};
+use crate::transfer::verification::{Verification, WriteCheck};
+use file::{
+    BATCH, BLOCK, Partial, blocking, create_partial, finish_file, local_unchanged, read_err,
+};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use read::{
     Answer, Checkpoints, Reads, by_range, combine, copy_local_range, get, journal_part, range_size,
@@ -66,6 +68,8 @@ use read::{
 };
 use resume::{resumable_partial, reuse_in_order, reuse_part};
 use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// Copies one object into a local destination folder (see the module comment). `part` is the
@@ -136,68 +140,11 @@ pub(super) fn adopt_partials(
 
 async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome, CopyError> {
     let plan_part = part;
-    let root = ctx
-        .dst
-        .local_root
-        .clone()
-        .expect("local destinations have a root");
-    // The key as object_store validates it (no empty, '.' or '..' segments).
-    let key_path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
-        what: "destination key",
-        source: e.into(),
-    })?;
-    let dest = root.join(key_path.as_ref());
+    let dest = dest_path(ctx, src)?;
     let size = src.size;
 
     // What the source claims, and how it is read.
-    let (mut claims, reads, part) = if let Some(sroot) = &ctx.src.local_root {
-        let sp = sroot.join(&src.key);
-        let spc = sp.clone();
-        let f = blocking(move || File::open(&spc).map_err(read_err(&spc))).await?;
-        (
-            Claims::default(),
-            Reads::Local(Arc::new(f), sp),
-            part.unwrap_or(size),
-        )
-    } else if part.is_none() {
-        let strict = ctx.opts.verify == Verify::Strict;
-        let mut claims = discover(ctx, src, strict).await?;
-        if crc_suffices(ctx) {
-            claims.prefer_crc();
-        }
-        (claims, Reads::Stream, size)
-    } else {
-        let mut claims = discover(ctx, src, true).await?;
-        // A source that states a CRC is checked by it alone: no MD5 pass, and its ranges
-        // need not follow its own part layout.
-        if crc_suffices(ctx) {
-            claims.prefer_crc();
-        }
-        let rest = Claims {
-            parts_etag: None,
-            ..claims.clone()
-        };
-        if rest.needs_in_order() {
-            (claims, Reads::Stream, size)
-        } else {
-            // Ranges are whole multiples of the source's own part size, so its multipart ETag
-            // comes from the MD5s of its parts; about the preferred part size each (few requests:
-            // a 5 MiB layout is not read with 5 MiB GETs), enough of them to fill the parts in
-            // flight.
-            let layout = claims.parts_etag.as_ref().map(|(p, _)| *p);
-            let want = part.unwrap_or(size);
-            let p = match layout {
-                Some(lp) => range_size(
-                    size,
-                    lp,
-                    ctx.opts.part_rule.preferred_part,
-                    ctx.opts.part_concurrency,
-                ),
-                None => want,
-            };
-            (claims, Reads::Ranged { src_part: layout }, p)
-        }
-    };
+    let (mut claims, reads, part) = how_read(ctx, src, part).await?;
     let parts = ranges(size, part);
 
     // Large objects are journaled part by part as they are written, so a killed run resumes:
@@ -207,23 +154,7 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
         (Reads::Stream, Some(p)) => (p, ranges(size, p)),
         _ => (part, parts.clone()),
     };
-    let (partial, carried) =
-        if journal_parts.len() > 1 && ctx.journal.is_some() && !ctx.opts.dry_run {
-            let (p, c) =
-                resumable_partial(ctx, src, &dest, journal_part_size, journal_parts.len()).await?;
-            (p, Some(c))
-        } else {
-            let d2 = dest.clone();
-            (blocking(move || create_partial(&d2, size)).await?, None)
-        };
-    let journaled_as = carried.as_ref().and_then(|_| {
-        partial
-            .tmp
-            .file_name()
-            .and_then(|n| n.to_str())
-            .map(str::to_string)
-    });
-    let carried_part = |i: usize| carried.as_ref().and_then(|c| c[i].as_ref());
+    let t = Target::open(ctx, src, dest, journal_part_size, journal_parts.len()).await?;
     let large = parts.len() > 1;
     if large {
         ctx.counters
@@ -234,199 +165,22 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
     }
     let _in_flight = InFlight(ctx, src.key.clone(), large);
 
-    // Memory: each part in flight holds up to two batches (one written, one gathered).
-    let mib = ((2 * BATCH) >> 20) as u32;
-    let answer: Arc<Mutex<Option<Answer>>> = Arc::new(Mutex::new(None));
-    // What the range-checked reads of an Azure blob without a digest found (see by_range).
-    let seen: Seen = Arc::new(Mutex::new(Claims::default()));
     let (crc, ordered) = match &reads {
         Reads::Stream => {
-            let _permit = ctx
-                .buffers
-                .acquire_many(mib.min(ctx.buffer_mib))
-                .await
-                .expect("buffer semaphore open");
-            // The longest run of a killed run's parts from the first byte whose bytes still
-            // have their journaled CRC64, read back in order and hashed for every in-order
-            // digest the object may be checked by (its claims are known after the GET).
-            let mut kept = 0u64;
-            let mut kept_crc: Option<u64> = None;
-            let mut w = None;
-            if let Some(c) = &carried {
-                let mut all = InOrder::new(&Claims {
-                    md5: Some([0; 16]),
-                    crc32c: Some(0),
-                    parts_etag: claims.parts_etag.clone(),
-                    ..Default::default()
-                });
-                for (i, r) in journal_parts.iter().enumerate() {
-                    let Some(rec) = c[i].as_ref() else {
-                        break;
-                    };
-                    let Some((d, next)) =
-                        reuse_in_order(ctx, src, &partial.file, &dest, r.clone(), rec, &all)
-                            .await?
-                    else {
-                        break;
-                    };
-                    all = next;
-                    kept_crc = Some(match kept_crc {
-                        None => d.crc64,
-                        Some(k) => checksum::crc64_combine(k, d.crc64, d.bytes),
-                    });
-                    kept = r.end;
-                }
-                if kept > 0 {
-                    w = Some(all);
-                }
-            }
-            let (a, s) = get(ctx, src, (kept > 0).then_some(kept..size)).await?;
-            if let Some(v) = &a.crc64_meta {
-                claims.add_meta_crc64(v);
-            }
-            if let Some(h) = &a.headers {
-                claims.add_headers(h, kept > 0);
-            }
-            *answer.lock().expect("answer lock") = Some(a);
-            let s = by_range(ctx, src, &claims, kept..size, s, &seen).await;
-            if w.is_none() {
-                w = claims.needs_in_order().then(|| InOrder::new(&claims));
-            }
-            let mut k = journaled_as
-                .as_deref()
-                .map(|n| Checkpoints::new(n, journal_part_size, kept));
-            let (d, _) = write_stream(
-                ctx,
-                src,
-                &partial.file,
-                &dest,
-                kept..size,
-                s,
-                None,
-                w.as_mut(),
-                k.as_mut(),
-            )
-            .await?;
-            let crc = match kept_crc {
-                Some(k) => checksum::crc64_combine(k, d.crc64, d.bytes),
-                None => d.crc64,
-            };
-            (crc, w.map(InOrder::finish))
+            t.read_stream(&mut claims, &journal_parts, journal_part_size)
+                .await?
         }
-        Reads::Local(f, sp) => {
-            let results: Vec<(usize, Digests)> = stream::iter(parts.iter().cloned().enumerate())
-                .map(|(i, r)| {
-                    let (f, sp, file, dest) = (f, sp, &partial.file, &dest);
-                    let (carried, name) = (carried_part(i), journaled_as.as_deref());
-                    async move {
-                        let _permit = ctx
-                            .buffers
-                            .acquire_many(((BLOCK >> 20) as u32).clamp(1, ctx.buffer_mib))
-                            .await
-                            .expect("buffer semaphore open");
-                        if let Some((d, _)) =
-                            reuse_part(ctx, src, file, dest, r.clone(), carried, None).await?
-                        {
-                            return Ok((i, d));
-                        }
-                        let d = copy_local_range(ctx, src, f, sp, file, dest, r).await?;
-                        journal_part(ctx, src, name, i, &d)?;
-                        Ok::<_, CopyError>((i, d))
-                    }
-                })
-                .buffer_unordered(ctx.opts.part_concurrency.max(1))
-                .try_collect()
-                .await?;
-            let results = results.into_iter().map(|(i, d)| (i, d, Vec::new()));
-            (combine(results.collect()).0, None)
-        }
-        Reads::Ranged { src_part } => {
-            let src_part = *src_part;
-            let results: Vec<(usize, Digests, Vec<[u8; 16]>)> =
-                stream::iter(parts.iter().cloned().enumerate())
-                    .map(|(i, r)| {
-                        let (file, dest, answer) = (&partial.file, &dest, answer.clone());
-                        let (claims, seen) = (&claims, &seen);
-                        let (carried, name) = (carried_part(i), journaled_as.as_deref());
-                        async move {
-                            let _permit = ctx
-                                .buffers
-                                .acquire_many(mib.min(ctx.buffer_mib))
-                                .await
-                                .expect("buffer semaphore open");
-                            if let Some((d, m)) =
-                                reuse_part(ctx, src, file, dest, r.clone(), carried, src_part)
-                                    .await?
-                            {
-                                return Ok((i, d, m));
-                            }
-                            let (a, s) = get(ctx, src, Some(r.clone())).await?;
-                            // This range's answer with what the object's claims say.
-                            let mut c = claims.clone();
-                            if let Some(v) = &a.crc64_meta {
-                                c.add_meta_crc64(v);
-                            }
-                            if let Some(h) = &a.headers {
-                                c.add_headers(h, true);
-                            }
-                            let s = by_range(ctx, src, &c, r.clone(), s, seen).await;
-                            answer.lock().expect("answer lock").get_or_insert(a);
-                            let (d, m) =
-                                write_stream(ctx, src, file, dest, r, s, src_part, None, None)
-                                    .await?;
-                            journal_part(ctx, src, name, i, &d)?;
-                            Ok::<_, CopyError>((i, d, m))
-                        }
-                    })
-                    .buffer_unordered(ctx.opts.part_concurrency.max(1))
-                    .try_collect()
-                    .await?;
-            let (crc, md5s) = combine(results);
-            let ordered = src_part.map(|_| Ordered {
-                parts_etag: Some(checksum::multipart_etag(&md5s)),
-                ..Default::default()
-            });
-            if let Some(a) = answer.lock().expect("answer lock").as_ref()
-                && let Some(v) = &a.crc64_meta
-            {
-                claims.add_meta_crc64(v);
-            }
-            (crc, ordered)
-        }
+        Reads::Local(f, sp) => (t.read_local(f, sp, &parts).await?, None),
+        Reads::Ranged { src_part } => t.read_ranged(&mut claims, &parts, *src_part).await?,
     };
-    claims.add_ranges(&seen.lock().expect("claims lock"));
+    claims.add_ranges(&t.seen.lock().expect("claims lock"));
     let read_side = check_source(ctx, src, &claims, crc, ordered.as_ref()).await?;
     if let Reads::Local(f, sp) = &reads {
         local_unchanged(f, sp, src)?;
     }
 
     // Metadata, durability, then the final name.
-    let answer = answer
-        .lock()
-        .expect("answer lock")
-        .take()
-        .unwrap_or_default();
-    let mtime = ctx
-        .opts
-        .preserve_mtime
-        .then(|| answer.mtime.unwrap_or(src.last_modified));
-    let mode = match &reads {
-        Reads::Local(f, _) => f.metadata().ok().map(|m| {
-            use std::os::unix::fs::PermissionsExt;
-            m.permissions().mode()
-        }),
-        _ => answer.mode,
-    };
-    let fsync = ctx.opts.fsync;
-    let readback = ctx.opts.verify == Verify::Readback;
-    let mut partial = partial;
-    let tmp = partial.tmp.clone();
-    let file = partial.file.clone();
-    let d2 = dest.clone();
-    let (etag, write_side) =
-        blocking(move || finish_file(&file, &tmp, &d2, size, crc, mtime, mode, fsync, readback))
-            .await?;
-    partial.renamed = true;
+    let (etag, write_side) = t.finish(&reads, crc).await?;
     Ok(Outcome {
         digests: Digests {
             crc64: crc,
@@ -441,6 +195,368 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
         crc64_known: true,
         server_side: false,
     })
+}
+
+/// The destination file of `src`: the key as object_store validates it (no empty, '.' or '..'
+/// segments) below the folder's root.
+fn dest_path(ctx: &Ctx, src: &Entry) -> Result<PathBuf, CopyError> {
+    let root = ctx
+        .dst
+        .local_root
+        .clone()
+        .expect("local destinations have a root");
+    let key_path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
+        what: "destination key",
+        source: e.into(),
+    })?;
+    Ok(root.join(key_path.as_ref()))
+}
+
+/// What the source claims before it is read, how its parts are read, and their size (`part`:
+/// the plan's part size, None for a small object).
+async fn how_read(
+    ctx: &Ctx,
+    src: &Entry,
+    part: Option<u64>,
+) -> Result<(Claims, Reads, u64), CopyError> {
+    let size = src.size;
+    if let Some(sroot) = &ctx.src.local_root {
+        let sp = sroot.join(&src.key);
+        let spc = sp.clone();
+        let f = blocking(move || File::open(&spc).map_err(read_err(&spc))).await?;
+        return Ok((
+            Claims::default(),
+            Reads::Local(Arc::new(f), sp),
+            part.unwrap_or(size),
+        ));
+    }
+    if part.is_none() {
+        let strict = ctx.opts.verify == Verify::Strict;
+        let mut claims = discover(ctx, src, strict).await?;
+        if crc_suffices(ctx) {
+            claims.prefer_crc();
+        }
+        return Ok((claims, Reads::Stream, size));
+    }
+    let mut claims = discover(ctx, src, true).await?;
+    // A source that states a CRC is checked by it alone: no MD5 pass, and its ranges
+    // need not follow its own part layout.
+    if crc_suffices(ctx) {
+        claims.prefer_crc();
+    }
+    let rest = Claims {
+        parts_etag: None,
+        ..claims.clone()
+    };
+    if rest.needs_in_order() {
+        return Ok((claims, Reads::Stream, size));
+    }
+    // Ranges are whole multiples of the source's own part size, so its multipart ETag
+    // comes from the MD5s of its parts; about the preferred part size each (few requests:
+    // a 5 MiB layout is not read with 5 MiB GETs), enough of them to fill the parts in
+    // flight.
+    let layout = claims.parts_etag.as_ref().map(|(p, _)| *p);
+    let want = part.unwrap_or(size);
+    let p = match layout {
+        Some(lp) => range_size(
+            size,
+            lp,
+            ctx.opts.part_rule.preferred_part,
+            ctx.opts.part_concurrency,
+        ),
+        None => want,
+    };
+    Ok((claims, Reads::Ranged { src_part: layout }, p))
+}
+
+/// One object's temporary file, and what every way of reading into it shares.
+struct Target<'a> {
+    ctx: &'a Ctx,
+    src: &'a Entry,
+    dest: PathBuf,
+    partial: Partial,
+    /// The parts a killed run journaled in the file (by index), when it is journaled by parts.
+    carried: Option<Vec<Option<PartRecord>>>,
+    /// The file's name as journaled (only when it is journaled by parts).
+    journaled_as: Option<String>,
+    /// A cloud source's first answer (its mtime, mode and CRC64 in metadata).
+    answer: Arc<Mutex<Option<Answer>>>,
+    /// What the range-checked reads of an Azure blob without a digest found (see by_range).
+    seen: Seen,
+}
+
+impl<'a> Target<'a> {
+    /// The temporary file for `dest`: a killed run's to resume when the object is journaled in
+    /// more than one part (`journal_parts` of `journal_part_size`), else a new one.
+    async fn open(
+        ctx: &'a Ctx,
+        src: &'a Entry,
+        dest: PathBuf,
+        journal_part_size: u64,
+        journal_parts: usize,
+    ) -> Result<Target<'a>, CopyError> {
+        let size = src.size;
+        let (partial, carried) = if journal_parts > 1 && ctx.journal.is_some() && !ctx.opts.dry_run
+        {
+            let (p, c) =
+                resumable_partial(ctx, src, &dest, journal_part_size, journal_parts).await?;
+            (p, Some(c))
+        } else {
+            let d2 = dest.clone();
+            (blocking(move || create_partial(&d2, size)).await?, None)
+        };
+        let journaled_as = carried.as_ref().and_then(|_| {
+            partial
+                .tmp
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_string)
+        });
+        Ok(Target {
+            ctx,
+            src,
+            dest,
+            partial,
+            carried,
+            journaled_as,
+            answer: Arc::new(Mutex::new(None)),
+            seen: Arc::new(Mutex::new(Claims::default())),
+        })
+    }
+
+    /// The part a killed run journaled at index `i`, if any.
+    fn carried_part(&self, i: usize) -> Option<&PartRecord> {
+        self.carried.as_ref().and_then(|c| c[i].as_ref())
+    }
+
+    /// The longest run of a killed run's parts from the first byte whose bytes still have their
+    /// journaled CRC64, read back in order and hashed for every in-order digest the object may
+    /// be checked by (its claims are known after the GET): where it ends, its CRC64, and the
+    /// in-order digests so far (None: nothing kept).
+    async fn kept_in_order(
+        &self,
+        claims: &Claims,
+        journal_parts: &[Range<u64>],
+    ) -> Result<(u64, Option<u64>, Option<InOrder>), CopyError> {
+        let (mut kept, mut kept_crc) = (0u64, None);
+        let Some(c) = &self.carried else {
+            return Ok((kept, kept_crc, None));
+        };
+        let mut all = InOrder::new(&Claims {
+            md5: Some([0; 16]),
+            crc32c: Some(0),
+            parts_etag: claims.parts_etag.clone(),
+            ..Default::default()
+        });
+        let (ctx, src, file) = (self.ctx, self.src, &self.partial.file);
+        for (i, r) in journal_parts.iter().enumerate() {
+            let Some(rec) = c[i].as_ref() else {
+                break;
+            };
+            let Some((d, next)) =
+                reuse_in_order(ctx, src, file, &self.dest, r.clone(), rec, &all).await?
+            else {
+                break;
+            };
+            all = next;
+            kept_crc = Some(match kept_crc {
+                None => d.crc64,
+                Some(k) => checksum::crc64_combine(k, d.crc64, d.bytes),
+            });
+            kept = r.end;
+        }
+        Ok((kept, kept_crc, (kept > 0).then_some(all)))
+    }
+
+    /// A cloud object read with one GET (after the parts kept from a killed run), hashed in
+    /// order as it is written and journaled in the plan's parts behind the writes.
+    async fn read_stream(
+        &self,
+        claims: &mut Claims,
+        journal_parts: &[Range<u64>],
+        journal_part_size: u64,
+    ) -> Result<(u64, Option<Ordered>), CopyError> {
+        let (ctx, src, size) = (self.ctx, self.src, self.src.size);
+        // Memory: each part in flight holds up to two batches (one written, one gathered).
+        let mib = ((2 * BATCH) >> 20) as u32;
+        let _permit = ctx
+            .buffers
+            .acquire_many(mib.min(ctx.buffer_mib))
+            .await
+            .expect("buffer semaphore open");
+        let (kept, kept_crc, mut w) = self.kept_in_order(claims, journal_parts).await?;
+        let (a, s) = get(ctx, src, (kept > 0).then_some(kept..size)).await?;
+        if let Some(v) = &a.crc64_meta {
+            claims.add_meta_crc64(v);
+        }
+        if let Some(h) = &a.headers {
+            claims.add_headers(h, kept > 0);
+        }
+        *self.answer.lock().expect("answer lock") = Some(a);
+        let s = by_range(ctx, src, claims, kept..size, s, &self.seen).await;
+        if w.is_none() {
+            w = claims.needs_in_order().then(|| InOrder::new(claims));
+        }
+        let mut k = self
+            .journaled_as
+            .as_deref()
+            .map(|n| Checkpoints::new(n, journal_part_size, kept));
+        let (d, _) = write_stream(
+            ctx,
+            src,
+            &self.partial.file,
+            &self.dest,
+            kept..size,
+            s,
+            None,
+            w.as_mut(),
+            k.as_mut(),
+        )
+        .await?;
+        let crc = match kept_crc {
+            Some(k) => checksum::crc64_combine(k, d.crc64, d.bytes),
+            None => d.crc64,
+        };
+        Ok((crc, w.map(InOrder::finish)))
+    }
+
+    /// A local source read part by part with positional reads (parts a killed run journaled
+    /// are read back and kept where they still match): the object's CRC64.
+    async fn read_local(
+        &self,
+        f: &Arc<File>,
+        sp: &Path,
+        parts: &[Range<u64>],
+    ) -> Result<u64, CopyError> {
+        let (ctx, src) = (self.ctx, self.src);
+        let results: Vec<(usize, Digests)> = stream::iter(parts.iter().cloned().enumerate())
+            .map(|(i, r)| {
+                let (file, dest) = (&self.partial.file, &self.dest);
+                let (carried, name) = (self.carried_part(i), self.journaled_as.as_deref());
+                async move {
+                    let _permit = ctx
+                        .buffers
+                        .acquire_many(((BLOCK >> 20) as u32).clamp(1, ctx.buffer_mib))
+                        .await
+                        .expect("buffer semaphore open");
+                    if let Some((d, _)) =
+                        reuse_part(ctx, src, file, dest, r.clone(), carried, None).await?
+                    {
+                        return Ok((i, d));
+                    }
+                    let d = copy_local_range(ctx, src, f, sp, file, dest, r).await?;
+                    journal_part(ctx, src, name, i, &d)?;
+                    Ok::<_, CopyError>((i, d))
+                }
+            })
+            .buffer_unordered(ctx.opts.part_concurrency.max(1))
+            .try_collect()
+            .await?;
+        let results = results.into_iter().map(|(i, d)| (i, d, Vec::new()));
+        Ok(combine(results.collect()).0)
+    }
+
+    /// A cloud object read by ranged GETs (whole multiples of the source's part size
+    /// `src_part`, whose MD5s give its multipart ETag), each range written as it streams.
+    async fn read_ranged(
+        &self,
+        claims: &mut Claims,
+        parts: &[Range<u64>],
+        src_part: Option<u64>,
+    ) -> Result<(u64, Option<Ordered>), CopyError> {
+        let (ctx, src) = (self.ctx, self.src);
+        // Memory: each part in flight holds up to two batches (one written, one gathered).
+        let mib = ((2 * BATCH) >> 20) as u32;
+        let results: Vec<(usize, Digests, Vec<[u8; 16]>)> =
+            stream::iter(parts.iter().cloned().enumerate())
+                .map(|(i, r)| {
+                    let (file, dest, answer) =
+                        (&self.partial.file, &self.dest, self.answer.clone());
+                    let (claims, seen) = (&*claims, &self.seen);
+                    let (carried, name) = (self.carried_part(i), self.journaled_as.as_deref());
+                    async move {
+                        let _permit = ctx
+                            .buffers
+                            .acquire_many(mib.min(ctx.buffer_mib))
+                            .await
+                            .expect("buffer semaphore open");
+                        if let Some((d, m)) =
+                            reuse_part(ctx, src, file, dest, r.clone(), carried, src_part).await?
+                        {
+                            return Ok((i, d, m));
+                        }
+                        let (a, s) = get(ctx, src, Some(r.clone())).await?;
+                        // This range's answer with what the object's claims say.
+                        let mut c = claims.clone();
+                        if let Some(v) = &a.crc64_meta {
+                            c.add_meta_crc64(v);
+                        }
+                        if let Some(h) = &a.headers {
+                            c.add_headers(h, true);
+                        }
+                        let s = by_range(ctx, src, &c, r.clone(), s, seen).await;
+                        answer.lock().expect("answer lock").get_or_insert(a);
+                        let (d, m) =
+                            write_stream(ctx, src, file, dest, r, s, src_part, None, None).await?;
+                        journal_part(ctx, src, name, i, &d)?;
+                        Ok::<_, CopyError>((i, d, m))
+                    }
+                })
+                .buffer_unordered(ctx.opts.part_concurrency.max(1))
+                .try_collect()
+                .await?;
+        let (crc, md5s) = combine(results);
+        let ordered = src_part.map(|_| Ordered {
+            parts_etag: Some(checksum::multipart_etag(&md5s)),
+            ..Default::default()
+        });
+        if let Some(a) = self.answer.lock().expect("answer lock").as_ref()
+            && let Some(v) = &a.crc64_meta
+        {
+            claims.add_meta_crc64(v);
+        }
+        Ok((crc, ordered))
+    }
+
+    /// Gives the file the source's mtime and mode, makes it durable as `--fsync` asks and
+    /// renames it to its final name: its ETag and the write side's proof.
+    async fn finish(self, reads: &Reads, crc: u64) -> Result<(String, WriteCheck), CopyError> {
+        let Target {
+            ctx,
+            src,
+            dest,
+            mut partial,
+            answer,
+            ..
+        } = self;
+        let answer = answer
+            .lock()
+            .expect("answer lock")
+            .take()
+            .unwrap_or_default();
+        let mtime = ctx
+            .opts
+            .preserve_mtime
+            .then(|| answer.mtime.unwrap_or(src.last_modified));
+        let mode = match reads {
+            Reads::Local(f, _) => f.metadata().ok().map(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.permissions().mode()
+            }),
+            _ => answer.mode,
+        };
+        let (size, fsync) = (src.size, ctx.opts.fsync);
+        let readback = ctx.opts.verify == Verify::Readback;
+        let tmp = partial.tmp.clone();
+        let file = partial.file.clone();
+        let d2 = dest.clone();
+        let done = blocking(move || {
+            finish_file(&file, &tmp, &d2, size, crc, mtime, mode, fsync, readback)
+        })
+        .await?;
+        partial.renamed = true;
+        Ok(done)
+    }
 }
 
 /// Removes a large object from the in-flight progress map however its copy ends.
