@@ -7,16 +7,19 @@ use super::context::{CopyError, Ctx, Outcome, crc_writer, stamps_crc, store_err}
 use super::read::{Seen, fetch};
 use super::source::{check_source, discover_once};
 use super::verify::{dest_checksum, etag_can_be_md5, verify_after_write};
-use crate::checksum;
+use crate::checksum::{self, Digests};
 use crate::store::http::{Capture, DigestHeaders};
 use crate::store::list::Entry;
 use crate::transfer::Verify;
 use crate::transfer::claims::{self, Claims, InOrder};
 use crate::transfer::verification::{Verification, WriteCheck};
+use bytes::Bytes;
 use object_store::{ObjectStoreExt, PutOptions, PutPayload};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
+/// Copies `src` with one read and one write (see the module comment); `known`: claims an
+/// earlier way of copying it already learned.
 pub(super) async fn copy_single(
     ctx: &Ctx,
     src: &Entry,
@@ -57,35 +60,7 @@ pub(super) async fn copy_single(
     if handover.is_some() {
         d.md5 = handover;
     }
-    let need_md5 = match crc_w {
-        Some(_) => !claims.prefer_crc() && claims.md5.is_some(),
-        None => true,
-    };
-    if need_md5 && d.md5.is_none() {
-        let mut h = <md5::Md5 as md5::Digest>::new();
-        for c in &chunks {
-            md5::Digest::update(&mut h, c);
-        }
-        d.md5 = Some(md5::Digest::finalize(h).into());
-    }
-    let ordered = {
-        // fetch hashed the MD5 already; the rest of the in-order digests from the chunks.
-        let rest = Claims {
-            md5: None,
-            ..claims.clone()
-        };
-        let mut o = if rest.needs_in_order() {
-            let mut h = InOrder::new(&rest);
-            for c in &chunks {
-                h.update(c);
-            }
-            h.finish()
-        } else {
-            claims::Ordered::default()
-        };
-        o.md5 = d.md5;
-        o
-    };
+    let ordered = in_order_digests(&mut claims, &chunks, &mut d, crc_w.is_some());
     let read_side = check_source(ctx, src, &claims, d.crc64, Some(&ordered)).await?;
     let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "destination key",
@@ -102,6 +77,76 @@ pub(super) async fn copy_single(
         tags: crate::transfer::fidelity::source_tags(ctx, src, claims.meta.as_ref()).await?,
         ..Default::default()
     };
+    let (e_tag, answer) = put(ctx, crc_w, &path, chunks, &d, opts).await?;
+    ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
+    let write_side = prove_write(
+        ctx,
+        src,
+        &path,
+        &d,
+        crc_w.is_some(),
+        &e_tag,
+        answer.as_ref(),
+    )
+    .await?;
+    Ok(Outcome {
+        digests: d,
+        dst_etag: e_tag,
+        verified_by: Verification::new(read_side, write_side),
+        parts: 0,
+        upload_id: None,
+        part_size: None,
+        crc64_known: true,
+        server_side: false,
+    })
+}
+
+/// The in-order digests of an object held whole (`chunks`): its MD5 where one is needed and
+/// `fetch` did not hash it (on the checksum-only path, `crc`, only where the source's MD5 is
+/// its only proof), and whatever else its claims are checked by.
+fn in_order_digests(
+    claims: &mut Claims,
+    chunks: &[Bytes],
+    d: &mut Digests,
+    crc: bool,
+) -> claims::Ordered {
+    let need_md5 = !crc || (!claims.prefer_crc() && claims.md5.is_some());
+    if need_md5 && d.md5.is_none() {
+        let mut h = <md5::Md5 as md5::Digest>::new();
+        for c in chunks {
+            md5::Digest::update(&mut h, c);
+        }
+        d.md5 = Some(md5::Digest::finalize(h).into());
+    }
+    // fetch hashed the MD5 already; the rest of the in-order digests from the chunks.
+    let rest = Claims {
+        md5: None,
+        ..claims.clone()
+    };
+    let mut o = if rest.needs_in_order() {
+        let mut h = InOrder::new(&rest);
+        for c in chunks {
+            h.update(c);
+        }
+        h.finish()
+    } else {
+        claims::Ordered::default()
+    };
+    o.md5 = d.md5;
+    o
+}
+
+/// Writes the object with one request: on the checksum-only path a presigned PUT carrying its
+/// CRC64 where [`crate::transfer::crc_url::applies`], else object_store's PUT (with the MD5 sent
+/// as Content-MD5). The destination's ETag and what its answer showed.
+async fn put(
+    ctx: &Ctx,
+    crc_w: Option<&crate::store::CrcWriter>,
+    path: &object_store::path::Path,
+    chunks: Vec<Bytes>,
+    d: &Digests,
+    opts: PutOptions,
+) -> Result<(Option<String>, Option<DigestHeaders>), CopyError> {
     // The checksum-only path sends the CRC64 computed as the bytes were read (see crc_url).
     let by_url = match crc_w.filter(|w| crate::transfer::crc_url::applies(ctx, w)) {
         Some(w) => {
@@ -109,7 +154,7 @@ pub(super) async fn copy_single(
             crate::transfer::crc_url::put_single(
                 ctx,
                 w,
-                &path,
+                path,
                 chunks,
                 (d.crc64, d.md5),
                 &opts.attributes,
@@ -119,7 +164,7 @@ pub(super) async fn copy_single(
         }
         None => None,
     };
-    let (e_tag, answer) = match by_url {
+    Ok(match by_url {
         Some((e_tag, answer)) => (e_tag, Some(answer)),
         None => {
             ctx.limits.take_request().await;
@@ -127,42 +172,55 @@ pub(super) async fn copy_single(
             let cap = Capture::sending_md5(d.md5);
             let writer = crc_w.map_or(&ctx.dst.inner, |w| &w.inner);
             let res = cap
-                .scope(writer.put_opts(&path, PutPayload::from_iter(chunks), opts))
+                .scope(writer.put_opts(path, PutPayload::from_iter(chunks), opts))
                 .await
                 .map_err(store_err("writing the destination"))?;
             (res.e_tag, cap.take())
         }
-    };
-    ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
+    })
+}
+
+/// The write side's proof of a single PUT: the destination's MD5 (ETag or the one it answered
+/// with) against the bytes sent, the stored CRC64 on the checksum-only path (`crc`), the
+/// Content-MD5 the store checked, else a HEAD or read-back. A wrong object is deleted.
+async fn prove_write(
+    ctx: &Ctx,
+    src: &Entry,
+    path: &object_store::path::Path,
+    d: &Digests,
+    crc: bool,
+    e_tag: &Option<String>,
+    answer: Option<&DigestHeaders>,
+) -> Result<WriteCheck, CopyError> {
     // Azure answers a Put Blob with the MD5 of the bytes it received (its ETag is opaque), GCS
     // with x-goog-hash.
     let received_md5 = if ctx.dst.caps.answers_received_md5 {
-        answer.as_ref().and_then(|h| h.whole_md5(false))
+        answer.and_then(|h| h.whole_md5(false))
     } else {
         None
     };
-    let etag_md5 = if etag_can_be_md5(&ctx.dst.caps, answer.as_ref(), false) {
+    let etag_md5 = if etag_can_be_md5(&ctx.dst.caps, answer, false) {
         e_tag.as_deref().and_then(checksum::etag_md5)
     } else {
         None
     };
     // Compared only with an MD5 of what was sent (the checksum-only path may have none).
     let dest_md5 = d.md5.and(etag_md5.or(received_md5));
-    let write_side = match dest_md5 {
+    Ok(match dest_md5 {
         Some(m) if Some(m) != d.md5 => {
             // A wrong object must not stay where a later run could take it for a copy.
-            let _ = ctx.dst.inner.delete(&path).await;
+            let _ = ctx.dst.inner.delete(path).await;
             return Err(CopyError::Mismatch(
                 "the destination's MD5 (ETag or Content-MD5) differs from the bytes sent".into(),
             ));
         }
-        _ if crc_w.is_some() => {
-            let answered = answer.as_ref().and_then(DigestHeaders::full_object_crc64);
-            match dest_checksum(ctx, src, &path, d.crc64, answered).await {
+        _ if crc => {
+            let answered = answer.and_then(DigestHeaders::full_object_crc64);
+            match dest_checksum(ctx, src, path, d.crc64, answered).await {
                 Ok(w) => w,
                 Err(e) => {
                     if matches!(e, CopyError::Mismatch(_)) {
-                        let _ = ctx.dst.inner.delete(&path).await;
+                        let _ = ctx.dst.inner.delete(path).await;
                     }
                     return Err(e);
                 }
@@ -179,25 +237,15 @@ pub(super) async fn copy_single(
         {
             WriteCheck::DestContentMd5
         }
-        _ => match verify_after_write(ctx, src, &path, d.crc64, None).await {
+        _ => match verify_after_write(ctx, src, path, d.crc64, None).await {
             Ok(w) => w,
             Err(e) => {
                 if matches!(e, CopyError::Mismatch(_)) {
-                    let _ = ctx.dst.inner.delete(&path).await;
+                    let _ = ctx.dst.inner.delete(path).await;
                 }
                 return Err(e);
             }
         },
-    };
-    Ok(Outcome {
-        digests: d,
-        dst_etag: e_tag,
-        verified_by: Verification::new(read_side, write_side),
-        parts: 0,
-        upload_id: None,
-        part_size: None,
-        crc64_known: true,
-        server_side: false,
     })
 }
 

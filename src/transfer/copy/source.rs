@@ -255,86 +255,108 @@ pub(in crate::transfer) async fn discover_for(
         // Parts of unequal size, learned by an earlier attempt.
         c.parts_sizes = Some((sizes, checksum::etag_norm(e)));
     } else if multipart_etag && let Some(s3) = &ctx.src.s3 {
-        // One HEAD of part 1: its length is the source's part size, so the multipart ETag can
-        // be recomputed; moverctl's metadata comes with it.
-        if let Some(h) = raw_head(ctx, s3, src, Some(1)).await? {
-            c.meta.get_or_insert_with(|| ObjectMeta::of_headers(&h));
-            if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
-                c.add_meta_crc64(v);
-            }
-            // An encrypted object's multipart ETag is no MD5 of MD5s: no layout to learn.
-            c.note_encryption(&h);
-            if let (false, Some(len), Some(e)) = (
-                c.etag_opaque,
-                h.get("content-length").and_then(|v| v.parse().ok()),
-                &src.e_tag,
-            ) {
-                c.parts_etag = claims::parts_layout(e, src.size, len);
-                // Part 1's size does not give the ETag's part count: the parts are of unequal
-                // size, and every part's size is learned (a HEAD of each).
-                if c.parts_etag.is_none()
-                    && let Some(sizes) = learn_layout(ctx, s3, src, Some(len)).await?
-                {
-                    c.parts_sizes = Some((sizes, checksum::etag_norm(e)));
-                }
-            }
-        }
+        part_layout(ctx, s3, src, &mut c).await?;
     } else if head && (c.md5.is_none() || crc_path || (c.md5_is_etag && ctx.src.s3.is_some())) {
-        // Without an MD5 the HEAD finds what else the source states; on the checksum-only path
-        // it looks for a stored CRC64 that makes hashing the MD5 unnecessary; for an MD5 taken
-        // from an S3 ETag it shows whether that ETag is one (not for SSE-KMS or SSE-C objects).
-        let optional = c.md5.is_some();
-        if let Some(s3) = &ctx.src.s3 {
-            match raw_head(ctx, s3, src, None).await {
-                Ok(Some(h)) => {
-                    c.add_headers(&h, false);
-                    c.meta = Some(ObjectMeta::of_headers(&h));
-                    if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
-                        c.add_meta_crc64(v);
-                    }
-                }
-                Ok(None) => {}
-                Err(_) if optional => {}
-                Err(e) => return Err(e),
-            }
-        } else {
-            let path = ctx.src.path_of(&src.key).map_err(|e| CopyError::Store {
-                what: "source key",
-                source: e.into(),
-            })?;
-            ctx.counters.head.fetch_add(1, Relaxed);
-            let r = ctx
-                .src
-                .inner
-                .get_opts(
-                    &path,
-                    GetOptions {
-                        head: true,
-                        if_match: src.e_tag.clone(),
-                        ..Default::default()
-                    },
-                )
-                .await;
-            match r {
-                Ok(r) => {
-                    c.meta = Some(ObjectMeta::of_attributes(
-                        &r.attributes,
-                        r.extensions.get::<DigestHeaders>(),
-                        ctx.src.azure.is_some(),
-                    ));
-                    if let Some(v) = r.attributes.get(&Attribute::Metadata(META_CRC64.into())) {
-                        c.add_meta_crc64(v);
-                    }
-                    if let Some(h) = r.extensions.get::<DigestHeaders>() {
-                        c.add_headers(h, false);
-                    }
-                }
-                // object_store retried it already: without this HEAD the source's digests are
-                // unknown, and the copy would be verified by size alone.
-                Err(_) if optional => {}
-                Err(e) => return Err(store_err("reading the source's digests (HEAD)")(e)),
+        head_claims(ctx, src, &mut c).await?;
+    }
+    Ok(c)
+}
+
+/// [`discover_for`] of an S3 multipart source: one HEAD of part 1, whose length is the source's
+/// part size (or, where the parts are of unequal size, a HEAD of each), so that its multipart
+/// ETag can be recomputed; moverctl's metadata comes with it.
+async fn part_layout(
+    ctx: &Ctx,
+    s3: &object_store::aws::AmazonS3,
+    src: &Entry,
+    c: &mut Claims,
+) -> Result<(), CopyError> {
+    // One HEAD of part 1: its length is the source's part size, so the multipart ETag can
+    // be recomputed; moverctl's metadata comes with it.
+    if let Some(h) = raw_head(ctx, s3, src, Some(1)).await? {
+        c.meta.get_or_insert_with(|| ObjectMeta::of_headers(&h));
+        if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
+            c.add_meta_crc64(v);
+        }
+        // An encrypted object's multipart ETag is no MD5 of MD5s: no layout to learn.
+        c.note_encryption(&h);
+        if let (false, Some(len), Some(e)) = (
+            c.etag_opaque,
+            h.get("content-length").and_then(|v| v.parse().ok()),
+            &src.e_tag,
+        ) {
+            c.parts_etag = claims::parts_layout(e, src.size, len);
+            // Part 1's size does not give the ETag's part count: the parts are of unequal
+            // size, and every part's size is learned (a HEAD of each).
+            if c.parts_etag.is_none()
+                && let Some(sizes) = learn_layout(ctx, s3, src, Some(len)).await?
+            {
+                c.parts_sizes = Some((sizes, checksum::etag_norm(e)));
             }
         }
     }
-    Ok(c)
+    Ok(())
+}
+
+/// [`discover_for`]'s HEAD where the listing's claims do not suffice: without an MD5 it finds what
+/// else the source states; on the checksum-only path it looks for a stored CRC64 that makes
+/// hashing the MD5 unnecessary; for an MD5 taken from an S3 ETag it shows whether that ETag is
+/// one (not for SSE-KMS or SSE-C objects). Where an MD5 is known, its failure is not the copy's.
+async fn head_claims(ctx: &Ctx, src: &Entry, c: &mut Claims) -> Result<(), CopyError> {
+    // Without an MD5 the HEAD finds what else the source states; on the checksum-only path
+    // it looks for a stored CRC64 that makes hashing the MD5 unnecessary; for an MD5 taken
+    // from an S3 ETag it shows whether that ETag is one (not for SSE-KMS or SSE-C objects).
+    let optional = c.md5.is_some();
+    if let Some(s3) = &ctx.src.s3 {
+        match raw_head(ctx, s3, src, None).await {
+            Ok(Some(h)) => {
+                c.add_headers(&h, false);
+                c.meta = Some(ObjectMeta::of_headers(&h));
+                if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
+                    c.add_meta_crc64(v);
+                }
+            }
+            Ok(None) => {}
+            Err(_) if optional => {}
+            Err(e) => return Err(e),
+        }
+    } else {
+        let path = ctx.src.path_of(&src.key).map_err(|e| CopyError::Store {
+            what: "source key",
+            source: e.into(),
+        })?;
+        ctx.counters.head.fetch_add(1, Relaxed);
+        let r = ctx
+            .src
+            .inner
+            .get_opts(
+                &path,
+                GetOptions {
+                    head: true,
+                    if_match: src.e_tag.clone(),
+                    ..Default::default()
+                },
+            )
+            .await;
+        match r {
+            Ok(r) => {
+                c.meta = Some(ObjectMeta::of_attributes(
+                    &r.attributes,
+                    r.extensions.get::<DigestHeaders>(),
+                    ctx.src.azure.is_some(),
+                ));
+                if let Some(v) = r.attributes.get(&Attribute::Metadata(META_CRC64.into())) {
+                    c.add_meta_crc64(v);
+                }
+                if let Some(h) = r.extensions.get::<DigestHeaders>() {
+                    c.add_headers(h, false);
+                }
+            }
+            // object_store retried it already: without this HEAD the source's digests are
+            // unknown, and the copy would be verified by size alone.
+            Err(_) if optional => {}
+            Err(e) => return Err(store_err("reading the source's digests (HEAD)")(e)),
+        }
+    }
+    Ok(())
 }
