@@ -278,6 +278,113 @@ fn block_id(idx: usize) -> String {
     format!("{t:016x}{:08x}{:08x}", std::process::id(), idx as u32)
 }
 
+/// One block of the object (`part` bytes at index `idx`): reused where an earlier attempt
+/// journaled it (`prior`, with the digest the proof needs: its MD5, or with `want_md5` false its
+/// CRC64), else fetched by the destination from the source's URL and journaled with the digests
+/// its answer carried.
+async fn stage_block(
+    req: &Req<'_>,
+    src: &Entry,
+    idx: usize,
+    part: u64,
+    prior: Option<PartRecord>,
+    want_md5: bool,
+) -> Result<PartRecord, Refused> {
+    let ctx = req.ctx;
+    let start = idx as u64 * part;
+    let end = (start + part).min(src.size);
+    if let Some(p) = prior
+        && p.size == end - start
+        && (!want_md5 || p.md5.as_deref().and_then(checksum::etag_md5).is_some())
+        && (want_md5 || u64::from_str_radix(&p.crc64, 16).is_ok())
+    {
+        ctx.counters.resumed_parts.fetch_add(1, Relaxed);
+        progress_in_flight(ctx, &src.key, p.size);
+        return Ok(p);
+    }
+    let content_id = block_id(idx);
+    let mut h = HeaderMap::new();
+    h.insert(
+        HeaderName::from_static("x-ms-copy-source"),
+        header(&req.source_url, "the source URL")?,
+    );
+    h.insert(
+        HeaderName::from_static("x-ms-source-range"),
+        header(&format!("bytes={}-{}", start, end - 1), "the range")?,
+    );
+    h.insert(
+        HeaderName::from_static("x-ms-source-if-match"),
+        header(&req.if_match, "the source ETag")?,
+    );
+    let answer = send(
+        ctx,
+        req.az,
+        req.path,
+        &[
+            ("comp", "block"),
+            ("blockid", &BASE64_STANDARD.encode(&content_id)),
+        ],
+        h,
+        bytes::Bytes::new(),
+        "copying a block from the source's URL (Put Block From URL)",
+    )
+    .await?;
+    // The service read the range at the source: a GET and egress the source bills.
+    ctx.counters.fetched_by_destination.fetch_add(1, Relaxed);
+    ctx.counters
+        .fetched_by_destination_bytes
+        .fetch_add(end - start, Relaxed);
+    let md5 = answer
+        .get("content-md5")
+        .and_then(|v| v.to_str().ok())
+        .and_then(b64::<16>);
+    let crc = answer
+        .get("x-ms-content-crc64")
+        .and_then(|v| v.to_str().ok())
+        .and_then(b64::<8>)
+        .map(u64::from_le_bytes);
+    let rec = PartRecord {
+        idx: idx as u32,
+        content_id,
+        crc64: crc.map(checksum::crc64_hex).unwrap_or_default(),
+        md5: md5.map(|m| checksum::hex(&m)),
+        size: end - start,
+    };
+    server_side::journal_part(ctx, &src.key, rec)
+}
+
+/// The blocks' CRC64s, combined: the object's, when every answer carried one.
+fn blocks_crc64(recs: &[PartRecord]) -> Option<u64> {
+    let crc = recs.iter().try_fold(None::<u64>, |acc, p| {
+        let c = u64::from_str_radix(&p.crc64, 16).ok()?;
+        Some(Some(match acc {
+            None => c,
+            Some(a) => checksum::crc64_combine(a, c, p.size),
+        }))
+    });
+    crc.flatten()
+}
+
+/// Whether the blocks' digests (their MD5s, or `crc` combined) prove the copy as `mode` asks;
+/// the first answer without a CRC64 turns CRC-proven copies off for the run.
+fn proves(fu: &FromUrl, mode: &Mode, md5s: Option<&[[u8; 16]]>, crc: Option<u64>) -> bool {
+    match mode {
+        Mode::Whole(want) => md5s == Some(std::slice::from_ref(want)),
+        Mode::Parts { etag, .. } => {
+            md5s.map(checksum::multipart_etag).as_deref() == Some(etag.as_str())
+        }
+        Mode::Crc { crc: want, .. } => {
+            if crc.is_none() && !fu.no_crc.swap(true, Relaxed) {
+                tracing::info!(
+                    target: "moverctl::copy",
+                    "the destination's block answers carry no CRC64; objects proven only by a CRC are streamed"
+                );
+            }
+            crc == Some(*want)
+        }
+    }
+}
+
 /// Stages every block (journaled, resumable), checks the proof, and commits the block list.
 async fn blocks(
     req: &Req<'_>,
@@ -303,98 +410,19 @@ async fn blocks(
     .await
     .map_err(Refused::Copy)?;
     let want_md5 = !matches!(mode, Mode::Crc { .. });
-    let staged = stream::iter(done.into_iter().enumerate().map(|(idx, prior)| async move {
-        let start = idx as u64 * part;
-        let end = (start + part).min(src.size);
-        if let Some(p) = prior
-            && p.size == end - start
-            && (!want_md5 || p.md5.as_deref().and_then(checksum::etag_md5).is_some())
-            && (want_md5 || u64::from_str_radix(&p.crc64, 16).is_ok())
-        {
-            ctx.counters.resumed_parts.fetch_add(1, Relaxed);
-            progress_in_flight(ctx, &src.key, p.size);
-            return Ok::<PartRecord, Refused>(p);
-        }
-        let content_id = block_id(idx);
-        let mut h = HeaderMap::new();
-        h.insert(
-            HeaderName::from_static("x-ms-copy-source"),
-            header(&req.source_url, "the source URL")?,
-        );
-        h.insert(
-            HeaderName::from_static("x-ms-source-range"),
-            header(&format!("bytes={}-{}", start, end - 1), "the range")?,
-        );
-        h.insert(
-            HeaderName::from_static("x-ms-source-if-match"),
-            header(&req.if_match, "the source ETag")?,
-        );
-        let answer = send(
-            ctx,
-            req.az,
-            req.path,
-            &[
-                ("comp", "block"),
-                ("blockid", &BASE64_STANDARD.encode(&content_id)),
-            ],
-            h,
-            bytes::Bytes::new(),
-            "copying a block from the source's URL (Put Block From URL)",
-        )
-        .await?;
-        // The service read the range at the source: a GET and egress the source bills.
-        ctx.counters.fetched_by_destination.fetch_add(1, Relaxed);
-        ctx.counters
-            .fetched_by_destination_bytes
-            .fetch_add(end - start, Relaxed);
-        let md5 = answer
-            .get("content-md5")
-            .and_then(|v| v.to_str().ok())
-            .and_then(b64::<16>);
-        let crc = answer
-            .get("x-ms-content-crc64")
-            .and_then(|v| v.to_str().ok())
-            .and_then(b64::<8>)
-            .map(u64::from_le_bytes);
-        let rec = PartRecord {
-            idx: idx as u32,
-            content_id,
-            crc64: crc.map(checksum::crc64_hex).unwrap_or_default(),
-            md5: md5.map(|m| checksum::hex(&m)),
-            size: end - start,
-        };
-        server_side::journal_part(ctx, &src.key, rec)
-    }))
+    let staged = stream::iter(
+        done.into_iter()
+            .enumerate()
+            .map(|(idx, prior)| stage_block(req, src, idx, part, prior, want_md5)),
+    )
     .buffered(ctx.opts.part_concurrency.max(1))
     .collect::<Vec<_>>()
     .await;
     // The blocks staged so far stay journaled on an error: the next attempt resumes after them.
     let recs = server_side::gather(ctx, mp, req.path, &id, &src.key, staged).await?;
     let md5s = server_side::part_md5s(&recs);
-    // The blocks' CRC64s, combined: the object's, when every answer carried one.
-    let crc = recs.iter().try_fold(None::<u64>, |acc, p| {
-        let c = u64::from_str_radix(&p.crc64, 16).ok()?;
-        Some(Some(match acc {
-            None => c,
-            Some(a) => checksum::crc64_combine(a, c, p.size),
-        }))
-    });
-    let crc = crc.flatten();
-    let proven = match mode {
-        Mode::Whole(want) => md5s.as_deref() == Some(std::slice::from_ref(want)),
-        Mode::Parts { etag, .. } => {
-            md5s.as_deref().map(checksum::multipart_etag).as_deref() == Some(etag.as_str())
-        }
-        Mode::Crc { crc: want, .. } => {
-            if crc.is_none() && !fu.no_crc.swap(true, Relaxed) {
-                tracing::info!(
-                    target: "moverctl::copy",
-                    "the destination's block answers carry no CRC64; objects proven only by a CRC are streamed"
-                );
-            }
-            crc == Some(*want)
-        }
-    };
+    let crc = blocks_crc64(&recs);
+    let proven = proves(fu, mode, md5s.as_deref(), crc);
     if !proven {
         abandon(ctx, mp, req.path, &id, &src.key, false).await;
         if crc.is_some() || !matches!(mode, Mode::Crc { .. }) {

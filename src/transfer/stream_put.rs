@@ -21,6 +21,7 @@ use super::copy::context::{
     CopyError, Ctx, InFlightGuard, Outcome, add_in_flight, s3_answer, s3_answer_error, store_err,
 };
 use super::copy::read::read_range;
+use super::fidelity::ObjectMeta;
 use super::verification::{ReadCheck, Verification, WriteCheck};
 use crate::checksum::{self, Digests, Hasher};
 use crate::store::http::DigestHeaders;
@@ -83,31 +84,12 @@ pub(super) async fn copy(
         return Ok(None);
     }
     let source = futures::stream::iter(first).chain(source);
-    let s3 = ctx.dst.s3.as_ref().expect("checked in applies");
     let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "destination key",
         source: e.into(),
     })?;
-    let mut headers = HeaderMap::new();
     let meta = seen.lock().expect("claims lock").meta.clone();
-    crate::store::presign::add_metadata(&mut headers, &metadata(ctx, src, None, meta.as_ref()));
-    let tags = super::fidelity::source_tags(ctx, src, meta.as_ref()).await?;
-    if !tags.is_empty()
-        && let Ok(v) = object_store::signer::HeaderValue::from_str(tags.encoded())
-    {
-        headers.insert(
-            object_store::signer::HeaderName::from_static("x-amz-tagging"),
-            v,
-        );
-    }
-    let mut opts = SignedUrlOptions::default();
-    for (k, v) in &headers {
-        opts = opts.with_signed_header(k.clone(), v.clone());
-    }
-    let url = s3
-        .signed_url_opts(Method::PUT, &path, Duration::from_secs(3600), &opts)
-        .await
-        .map_err(|e| CopyError::Store { what, source: e })?;
+    let (url, headers) = signed_put(ctx, src, &path, meta.as_ref(), what).await?;
 
     ctx.counters
         .in_flight
@@ -121,49 +103,7 @@ pub(super) async fn copy(
     // as whatever the HTTP client makes of an aborted body.
     let hasher = Arc::new(Mutex::new(Hasher::new(false)));
     let read_error: Arc<Mutex<Option<CopyError>>> = Arc::default();
-    let (limits, counters, key, size) = (
-        ctx.limits.clone(),
-        ctx.counters.clone(),
-        src.key.clone(),
-        src.size,
-    );
-    let (h, failed) = (hasher.clone(), read_error.clone());
-    let body = source.then(move |chunk| {
-        let (limits, counters, key, h, failed) = (
-            limits.clone(),
-            counters.clone(),
-            key.clone(),
-            h.clone(),
-            failed.clone(),
-        );
-        async move {
-            match chunk {
-                Ok(c) => {
-                    let n = c.len() as u64;
-                    let so_far = {
-                        let mut h = h.lock().expect("hasher lock");
-                        h.update(&c);
-                        h.bytes_so_far()
-                    };
-                    if so_far > size {
-                        let e = CopyError::Mismatch(
-                            "the source returned more bytes than the listing promised".into(),
-                        );
-                        *failed.lock().expect("error slot") = Some(e);
-                        return Err(std::io::Error::other("source too long"));
-                    }
-                    limits.take_bytes(n).await;
-                    counters.read_bytes.fetch_add(n, Relaxed);
-                    add_in_flight(&counters, &key, n);
-                    Ok(c)
-                }
-                Err(e) => {
-                    *failed.lock().expect("error slot") = Some(e);
-                    Err(std::io::Error::other("reading the source failed"))
-                }
-            }
-        }
-    });
+    let body = paced_body(ctx, src, source, hasher.clone(), read_error.clone());
 
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
     let client = CLIENT.get_or_init(|| {
@@ -222,32 +162,7 @@ pub(super) async fn copy(
         return Err(refused(what, status, &code));
     }
     ctx.counters.written_bytes.fetch_add(src.size, Relaxed);
-    let d = {
-        let h = hasher.lock().expect("hasher lock").clone();
-        let d = h.finish();
-        Digests {
-            md5: Some(md5),
-            ..d
-        }
-    };
-    if d.bytes != src.size {
-        let _ = ctx.dst.inner.delete(&path).await;
-        return Err(CopyError::Mismatch(format!(
-            "the source returned {} bytes, the listing promised {}",
-            d.bytes, src.size
-        )));
-    }
-    let write = if !answer.s3_etag_can_be_md5() {
-        // SSE-KMS / SSE-C: the ETag is no MD5, and the Content-MD5 the store checked stands.
-        WriteCheck::DestContentMd5
-    } else if etag.as_deref().and_then(checksum::etag_md5) == Some(md5) {
-        WriteCheck::DestMd5
-    } else {
-        let _ = ctx.dst.inner.delete(&path).await;
-        return Err(CopyError::Mismatch(
-            "the destination's ETag after one streamed PUT is not the source's MD5".into(),
-        ));
-    };
+    let (d, write) = prove(ctx, src, &path, md5, &hasher, &answer, etag.as_deref()).await?;
     Ok(Some(Outcome {
         digests: d,
         dst_etag: etag,
@@ -258,6 +173,136 @@ pub(super) async fn copy(
         crc64_known: true,
         server_side: false,
     }))
+}
+
+/// The presigned URL of one streamed PUT to `path`, with the headers bound to its signature
+/// (the source's metadata and tags, as `metadata` gives them).
+async fn signed_put(
+    ctx: &Ctx,
+    src: &Entry,
+    path: &object_store::path::Path,
+    meta: Option<&ObjectMeta>,
+    what: &'static str,
+) -> Result<(url::Url, HeaderMap), CopyError> {
+    let mut headers = HeaderMap::new();
+    crate::store::presign::add_metadata(&mut headers, &metadata(ctx, src, None, meta));
+    let tags = super::fidelity::source_tags(ctx, src, meta).await?;
+    if !tags.is_empty()
+        && let Ok(v) = object_store::signer::HeaderValue::from_str(tags.encoded())
+    {
+        headers.insert(
+            object_store::signer::HeaderName::from_static("x-amz-tagging"),
+            v,
+        );
+    }
+    let mut opts = SignedUrlOptions::default();
+    for (k, v) in &headers {
+        opts = opts.with_signed_header(k.clone(), v.clone());
+    }
+    let s3 = ctx.dst.s3.as_ref().expect("checked in applies");
+    let url = s3
+        .signed_url_opts(Method::PUT, path, Duration::from_secs(3600), &opts)
+        .await
+        .map_err(|e| CopyError::Store { what, source: e })?;
+    Ok((url, headers))
+}
+
+/// The PUT's body: the pinned GET's stream, paced by `--bwlimit`, hashed into `hasher` (CRC64)
+/// and counted; a read error is kept in `read_error`, so that it is reported as itself.
+fn paced_body<S>(
+    ctx: &Ctx,
+    src: &Entry,
+    source: S,
+    hasher: Arc<Mutex<Hasher>>,
+    read_error: Arc<Mutex<Option<CopyError>>>,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + use<S>
+where
+    S: futures::Stream<Item = Result<bytes::Bytes, CopyError>> + Send + 'static,
+{
+    let (limits, counters, key, size) = (
+        ctx.limits.clone(),
+        ctx.counters.clone(),
+        src.key.clone(),
+        src.size,
+    );
+    let (h, failed) = (hasher, read_error);
+    source.then(move |chunk| {
+        let (limits, counters, key, h, failed) = (
+            limits.clone(),
+            counters.clone(),
+            key.clone(),
+            h.clone(),
+            failed.clone(),
+        );
+        async move {
+            match chunk {
+                Ok(c) => {
+                    let n = c.len() as u64;
+                    let so_far = {
+                        let mut h = h.lock().expect("hasher lock");
+                        h.update(&c);
+                        h.bytes_so_far()
+                    };
+                    if so_far > size {
+                        let e = CopyError::Mismatch(
+                            "the source returned more bytes than the listing promised".into(),
+                        );
+                        *failed.lock().expect("error slot") = Some(e);
+                        return Err(std::io::Error::other("source too long"));
+                    }
+                    limits.take_bytes(n).await;
+                    counters.read_bytes.fetch_add(n, Relaxed);
+                    add_in_flight(&counters, &key, n);
+                    Ok(c)
+                }
+                Err(e) => {
+                    *failed.lock().expect("error slot") = Some(e);
+                    Err(std::io::Error::other("reading the source failed"))
+                }
+            }
+        }
+    })
+}
+
+/// The streamed PUT's proof: every listed byte was read (CRC64 and count from `hasher`), and the
+/// destination's ETag is the source's MD5 (or, for SSE-KMS / SSE-C, the Content-MD5 the store
+/// checked stands). A wrong object is deleted.
+async fn prove(
+    ctx: &Ctx,
+    src: &Entry,
+    path: &object_store::path::Path,
+    md5: [u8; 16],
+    hasher: &Mutex<Hasher>,
+    answer: &DigestHeaders,
+    etag: Option<&str>,
+) -> Result<(Digests, WriteCheck), CopyError> {
+    let d = {
+        let h = hasher.lock().expect("hasher lock").clone();
+        let d = h.finish();
+        Digests {
+            md5: Some(md5),
+            ..d
+        }
+    };
+    if d.bytes != src.size {
+        let _ = ctx.dst.inner.delete(path).await;
+        return Err(CopyError::Mismatch(format!(
+            "the source returned {} bytes, the listing promised {}",
+            d.bytes, src.size
+        )));
+    }
+    let write = if !answer.s3_etag_can_be_md5() {
+        // SSE-KMS / SSE-C: the ETag is no MD5, and the Content-MD5 the store checked stands.
+        WriteCheck::DestContentMd5
+    } else if etag.and_then(checksum::etag_md5) == Some(md5) {
+        WriteCheck::DestMd5
+    } else {
+        let _ = ctx.dst.inner.delete(path).await;
+        return Err(CopyError::Mismatch(
+            "the destination's ETag after one streamed PUT is not the source's MD5".into(),
+        ));
+    };
+    Ok((d, write))
 }
 
 /// A PUT's error answer as a copy error, classified like every store answer (the code in the
