@@ -8,6 +8,7 @@ pub mod caps;
 pub mod config;
 pub mod creds;
 pub mod error;
+mod handles;
 pub mod http;
 pub mod list;
 pub mod local;

@@ -34,7 +34,10 @@ const CRC_HEADER: &str = "x-amz-checksum-crc64nvme";
 /// Whether writes of this run's checksum-only path go by URL: the writer sends them that way and
 /// the store has not refused it, and the destination is S3 with credentials.
 pub(super) fn applies(ctx: &Ctx, w: &CrcWriter) -> bool {
-    w.by_url && !w.urls_refused.load(Relaxed) && ctx.dst.s3.is_some() && !ctx.dst.s3_anonymous
+    w.by_url
+        && !w.urls_refused.load(Relaxed)
+        && ctx.dst.as_s3().is_some()
+        && !ctx.dst.is_anonymous()
 }
 
 /// Sends part `idx` (0-based) of upload `id` at `path`, bound to `crc64` (computed as its bytes
@@ -145,7 +148,7 @@ async fn send(
     sent: &str,
 ) -> Result<Option<(Option<String>, DigestHeaders)>, CopyError> {
     let what = write.what();
-    let s3 = ctx.dst.s3.as_ref().expect("checked by applies");
+    let s3 = ctx.dst.as_s3().expect("checked by applies");
     let part = match write {
         Write::Single => None,
         Write::Part(i) => Some(i),

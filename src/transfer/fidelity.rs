@@ -328,10 +328,10 @@ pub(super) async fn source_tags(
     use object_store::signer::{Method, SignedUrlOptions, Signer};
     use std::sync::atomic::Ordering::Relaxed;
     let mut tags = object_store::TagSet::default();
-    let (Some(s3), Some(m)) = (&ctx.src.s3, meta) else {
+    let (Some(s3), Some(m)) = (ctx.src.as_s3(), meta) else {
         return Ok(tags);
     };
-    if m.tag_count == 0 || ctx.dst.s3.is_none() || !ctx.dst.caps.keeps_metadata {
+    if m.tag_count == 0 || ctx.dst.as_s3().is_none() || !ctx.dst.caps.keeps_metadata {
         return Ok(tags);
     }
     let what = "reading the source's tags (GetObjectTagging)";
@@ -349,7 +349,7 @@ pub(super) async fn source_tags(
         )
         .await
         .map_err(|e| CopyError::Store { what, source: e })?;
-    if ctx.src.s3_anonymous {
+    if ctx.src.is_anonymous() {
         crate::store::s3list::strip_signature(&mut url);
     }
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();

@@ -57,13 +57,13 @@ impl FromUrl {
     /// credentials can sign a URL (not anonymous, not a SAS given to moverctl), and the
     /// destination's credentials can sign a SAS.
     pub async fn between(src: &Store, dst: &Store) -> Option<FromUrl> {
-        let d = dst.azure.as_ref()?;
-        if src.local_root.is_some() || src.s3_anonymous {
+        let d = dst.as_azure()?;
+        if src.is_local() || src.is_anonymous() {
             return None;
         }
         let probe = object_store::path::Path::from("moverctl-sign-check");
         d.signed_url(Method::PUT, &probe, SIGNED_FOR).await.ok()?;
-        match (&src.s3, &src.azure) {
+        match (src.as_s3(), src.as_azure()) {
             (Some(s), _) => s.signed_url(Method::GET, &probe, SIGNED_FOR).await.ok()?,
             (None, Some(a)) => a.signed_url(Method::GET, &probe, SIGNED_FOR).await.ok()?,
             (None, None) => return None,
@@ -169,12 +169,12 @@ pub(super) async fn copy(
 ) -> Result<Option<Outcome>, CopyError> {
     if fu.off.load(Relaxed)
         || ctx.opts.verify == Verify::Readback
-        || ctx.dst.single.is_some()
+        || ctx.dst.is_single()
         || fu.unproven.lock().expect("lock").contains(&src.key)
     {
         return Ok(None);
     }
-    let (Some(az), Some(e_tag)) = (&ctx.dst.azure, &src.e_tag) else {
+    let (Some(az), Some(e_tag)) = (ctx.dst.as_azure(), &src.e_tag) else {
         return Ok(None);
     };
     // A single upload's part size is the whole object.
@@ -206,7 +206,7 @@ pub(super) async fn copy(
         what: "source key",
         source: e.into(),
     })?;
-    let signed = match (&ctx.src.s3, &ctx.src.azure) {
+    let signed = match (ctx.src.as_s3(), ctx.src.as_azure()) {
         (Some(s), _) => s.signed_url(Method::GET, &src_path, SIGNED_FOR).await,
         (None, Some(a)) => a.signed_url(Method::GET, &src_path, SIGNED_FOR).await,
         (None, None) => return Ok(None),
@@ -217,7 +217,7 @@ pub(super) async fn copy(
     // object_store signs a SAS over the percent-encoded path, where Azure (and Azurite) sign
     // the decoded name: a key with a character that needs encoding (a space, non-ASCII) would be
     // refused (403), so it streams.
-    if (ctx.src.azure.is_some() && source_url.path().contains('%'))
+    if (ctx.src.is_azure() && source_url.path().contains('%'))
         || az
             .signed_url(Method::PUT, &path, SIGNED_FOR)
             .await

@@ -56,7 +56,7 @@ impl Reader {
             window: ctx.src.retry_window,
             etag: src.e_tag.clone(),
             key: src.key.clone(),
-            az: ctx.src.azure.clone()?,
+            az: ctx.src.as_azure().cloned()?,
         })
     }
 

@@ -370,9 +370,9 @@ async fn sync_at_end(ctx: &Ctx, opts: &CopyOptions, report: &mut Report) {
     if opts.fsync == Fsync::End
         && !opts.dry_run
         && report.copied > 0
-        && let Some(root) = &ctx.dst.local_root
+        && let Some(root) = ctx.dst.local_root()
     {
-        let r = root.clone();
+        let r = root.to_path_buf();
         let synced = tokio::task::spawn_blocking(move || local_dest::sync_file_system(&r))
             .await
             .expect("sync does not panic");

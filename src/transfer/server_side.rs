@@ -67,10 +67,10 @@ impl ServerSide {
     /// Server-side copy is possible between `src` and `dst` when both are S3 locations of one
     /// service (the same endpoint), signed with the same access key, and neither is anonymous.
     pub async fn between(src: &Store, dst: &Store) -> Option<ServerSide> {
-        let (Some(s), Some(d)) = (&src.s3, &dst.s3) else {
+        let (Some(s), Some(d)) = (src.as_s3(), dst.as_s3()) else {
             return None;
         };
-        if src.s3_anonymous || dst.s3_anonymous || src.local_root.is_some() {
+        if src.is_anonymous() || dst.is_anonymous() || src.is_local() {
             return None;
         }
         if !one_service(&src.identity, &dst.identity) {
@@ -107,10 +107,10 @@ pub(super) async fn copy(
     ss: &ServerSide,
     src: &Entry,
 ) -> Result<Option<Outcome>, CopyError> {
-    if ss.off.load(Relaxed) || ctx.opts.verify == Verify::Readback || ctx.dst.single.is_some() {
+    if ss.off.load(Relaxed) || ctx.opts.verify == Verify::Readback || ctx.dst.is_single() {
         return Ok(None);
     }
-    let (Some(dst_s3), Some(e_tag)) = (&ctx.dst.s3, &src.e_tag) else {
+    let (Some(dst_s3), Some(e_tag)) = (ctx.dst.as_s3(), &src.e_tag) else {
         return Ok(None);
     };
     let mut claims = discover_for(ctx, src, false, false).await?;
@@ -121,7 +121,7 @@ pub(super) async fn copy(
         // The copy replaces the metadata (to add moverctl's own keys), so it must know the
         // source's: one HEAD (a multipart source's HEAD of part 1 showed them already). Where
         // it fails the object is streamed, and its GET shows them.
-        let Some(s3) = &ctx.src.s3 else {
+        let Some(s3) = ctx.src.as_s3() else {
             return Ok(None);
         };
         match raw_head(ctx, s3, src, None).await {
@@ -303,7 +303,7 @@ async fn single(
         let _ = ctx.dst.inner.delete(req.path).await;
         // A source encrypted with SSE-KMS or SSE-C has ETags that are no MD5s (one HEAD tells):
         // no copy of this run could be proven by them.
-        if let Some(s3) = &ctx.src.s3
+        if let Some(s3) = ctx.src.as_s3()
             && let Ok(Some(h)) = raw_head(ctx, s3, src, None).await
             && !h.s3_etag_can_be_md5()
         {

@@ -39,9 +39,9 @@ pub const MAX_PARTS_WORTH: u64 = 4;
 /// The source's MD5 when `src` is copied with one streamed PUT (see the module comment).
 pub(super) fn applies(ctx: &Ctx, src: &Entry, planned_part: u64) -> Option<[u8; 16]> {
     let dst = &ctx.dst;
-    if dst.s3.is_none()
-        || dst.s3_anonymous
-        || dst.local_root.is_some()
+    if dst.as_s3().is_none()
+        || dst.is_anonymous()
+        || dst.is_local()
         || !dst.caps.checks_content_md5
         || !dst.caps.put_etag_is_md5
         || ctx.opts.verify == super::Verify::Readback
@@ -199,7 +199,7 @@ async fn signed_put(
     for (k, v) in &headers {
         opts = opts.with_signed_header(k.clone(), v.clone());
     }
-    let s3 = ctx.dst.s3.as_ref().expect("checked in applies");
+    let s3 = ctx.dst.as_s3().expect("checked in applies");
     let url = s3
         .signed_url_opts(Method::PUT, path, Duration::from_secs(3600), &opts)
         .await

@@ -20,12 +20,12 @@ pub(in crate::transfer) fn metadata(
     if !ctx.dst.caps.keeps_metadata {
         return a;
     }
-    let local = ctx.src.local_root.is_some().then_some(src.key.as_str());
+    let local = ctx.src.is_local().then_some(src.key.as_str());
     crate::transfer::fidelity::write_attributes(
         &ctx.opts.metadata,
         meta,
         local,
-        ctx.dst.azure.is_some(),
+        ctx.dst.is_azure(),
         &mut a,
     );
     if let Some(c) = crc {

@@ -214,7 +214,7 @@ pub(in crate::transfer) fn crc_first(ctx: &Ctx) -> bool {
 /// states a CRC is checked by it alone and no MD5 is computed (`--verify md5` and `readback`
 /// keep the MD5).
 pub(in crate::transfer) fn crc_suffices(ctx: &Ctx) -> bool {
-    ctx.dst.local_root.is_some() && ctx.opts.verify.allows_checksum_only()
+    ctx.dst.is_local() && ctx.opts.verify.allows_checksum_only()
 }
 
 /// Whether the CRC64 of the bytes read may be stamped into the copy's metadata as its source's

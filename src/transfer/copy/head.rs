@@ -48,7 +48,7 @@ pub(super) async fn dest_stored_crc64(
     path: &object_store::path::Path,
     key: &str,
 ) -> Result<Option<u64>, CopyError> {
-    let Some(s3) = &ctx.dst.s3 else {
+    let Some(s3) = ctx.dst.as_s3() else {
         return Ok(None);
     };
     let at = HeadOf {
@@ -114,7 +114,7 @@ async fn raw_head_at(
             )
             .await
             .map_err(|e| CopyError::Store { what, source: e })?;
-        if at.store.s3_anonymous {
+        if at.store.is_anonymous() {
             crate::store::s3list::strip_signature(&mut url);
         }
         ctx.counters.head.fetch_add(1, Relaxed);

@@ -41,7 +41,7 @@ use single::copy_single;
 pub async fn copy_object(ctx: &Ctx, src: &Entry) -> Result<Outcome, CopyError> {
     let plan = part_plan(src.size, &ctx.opts.dst_limits, ctx.opts.part_rule)
         .map_err(|e| CopyError::TooLarge(e.to_string()))?;
-    if ctx.dst.local_root.is_some() {
+    if ctx.dst.is_local() {
         // A local folder: one preallocated file per object, positional writes (local_dest.rs).
         let part = match plan {
             Upload::Single => None,

@@ -89,12 +89,11 @@ pub(super) async fn copy_multipart(
     // (a --bwlimit far below the part size per 20 s), from one ranged GET each.
     // A local file is read part by part with positional reads (no request to pay for), each
     // part hashed on its read thread while the bytes are in that core's cache.
-    let sequential = ctx.sequential_reads && ctx.src.local_root.is_none();
+    let sequential = ctx.sequential_reads && !ctx.src.is_local();
     // Where no HEAD showed the source's content headers and metadata, the first part is read
     // before the upload is created (S3 and GCS take them when it starts): its GET shows them,
     // and no request is added.
-    let learn =
-        claims.meta.is_none() && ctx.src.local_root.is_none() && ctx.dst.caps.keeps_metadata;
+    let learn = claims.meta.is_none() && !ctx.src.is_local() && ctx.dst.caps.keeps_metadata;
     // The reads record there what they learn (and Azure's range checks, see range_md5.rs).
     let seen: Seen = Arc::new(Mutex::new(claims.clone()));
     let in_order = (sequential && need_whole_md5).then(|| InOrder::new(&claims));
@@ -444,7 +443,7 @@ async fn complete_and_verify(
     // Azure: object_store's block-list commit cannot carry metadata, so the blocks are committed
     // with a SAS and moverctl's metadata (the object's CRC64 for later runs to check it by);
     // where no SAS can be signed or it is refused, as object_store does it, without metadata.
-    let with_metadata = match &ctx.dst.azure {
+    let with_metadata = match ctx.dst.as_azure() {
         Some(az) if !ctx.dst.caps.metadata_on_multipart => {
             let ids: Vec<&str> = part_ids.iter().map(|p| p.content_id.as_str()).collect();
             let attrs = metadata(ctx, src, stamp.then_some(crc), meta);

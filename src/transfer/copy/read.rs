@@ -23,7 +23,7 @@ pub(in crate::transfer) fn read_range(
     range: Range<u64>,
     seen: Option<Seen>,
 ) -> BoxStream<'static, Result<Bytes, CopyError>> {
-    if let Some(root) = &ctx.src.local_root {
+    if let Some(root) = ctx.src.local_root() {
         return local_range(root.join(&src.key), range);
     }
     let store = ctx.src.inner.clone();
@@ -43,7 +43,7 @@ pub(in crate::transfer) fn read_range(
     }
     let etag = src.e_tag.clone();
     let whole = range.start == 0 && range.end == src.size;
-    let azure_src = ctx.src.azure.is_some();
+    let azure_src = ctx.src.is_azure();
     // An Azure blob whose answer states no digest is read again in ranges the service checks
     // (range_md5.rs); the first answer's body is dropped unread.
     let by_range = seen
@@ -272,7 +272,7 @@ pub(super) async fn fetch(
     md5: bool,
     seen: Option<Seen>,
 ) -> Result<(Vec<Bytes>, Digests), CopyError> {
-    if let Some(root) = &ctx.src.local_root {
+    if let Some(root) = ctx.src.local_root() {
         return local_fetch(ctx, root.join(&src.key), range, md5).await;
     }
     let mut s = read_range(ctx, src, range.clone(), seen);

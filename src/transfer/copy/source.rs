@@ -34,13 +34,13 @@ pub(in crate::transfer) async fn check_source(
     // A local file must still be the version listed once all its bytes are read: a rewrite
     // during the read (even one that puts the mtime back) moves its ctime, and a copy stitched
     // from two versions is never written.
-    if let Some(root) = &ctx.src.local_root {
+    if let Some(root) = ctx.src.local_root() {
         local_still_listed(root.join(&src.key), src).await?;
     }
     // An encrypted S3 object's ETag proves nothing: one HEAD with checksum mode looks for the
     // CRC the store keeps for it (S3 stores one for every upload since December 2024).
     let looked;
-    let claims = match &ctx.src.s3 {
+    let claims = match ctx.src.as_s3() {
         Some(s3) if claims.etag_opaque && !claims.states_crc() => {
             let mut c = claims.clone();
             if let Some(h) = raw_head(ctx, s3, src, None).await? {
@@ -73,7 +73,7 @@ pub(in crate::transfer) async fn check_source(
     }
     // Parts of unequal size: learn every part's size, and read the object again hashing over
     // them (the next attempt finds the layout learned here).
-    if let (Some(s3), Some(etag)) = (&ctx.src.s3, &src.e_tag)
+    if let (Some(s3), Some(etag)) = (ctx.src.as_s3(), &src.e_tag)
         && let Some(sizes) = learn_layout(ctx, s3, src, None).await?
     {
         LAYOUTS
@@ -136,7 +136,7 @@ async fn learn_layout(
 /// Whether the source's last part has the size a regular layout of `part`-sized parts implies
 /// (one HEAD of that part); true when it cannot be told.
 async fn layout_is_regular(ctx: &Ctx, src: &Entry, part: u64) -> Result<bool, CopyError> {
-    let Some(s3) = &ctx.src.s3 else {
+    let Some(s3) = ctx.src.as_s3() else {
         return Ok(true);
     };
     let n = src.size.div_ceil(part.max(1));
@@ -229,7 +229,7 @@ pub(in crate::transfer) async fn discover_for(
     // GET anyway).
     if multipart_etag
         && crc_path
-        && let Some(s3) = &ctx.src.s3
+        && let Some(s3) = ctx.src.as_s3()
         && let Ok(Some(h)) = raw_head(ctx, s3, src, None).await
     {
         // The checksum-only path: a CRC64 the source keeps (S3 stores one for every upload made
@@ -254,9 +254,10 @@ pub(in crate::transfer) async fn discover_for(
     if multipart_etag && let (Some(sizes), Some(e)) = (learned, &src.e_tag) {
         // Parts of unequal size, learned by an earlier attempt.
         c.parts_sizes = Some((sizes, checksum::etag_norm(e)));
-    } else if multipart_etag && let Some(s3) = &ctx.src.s3 {
+    } else if multipart_etag && let Some(s3) = ctx.src.as_s3() {
         part_layout(ctx, s3, src, &mut c).await?;
-    } else if head && (c.md5.is_none() || crc_path || (c.md5_is_etag && ctx.src.s3.is_some())) {
+    } else if head && (c.md5.is_none() || crc_path || (c.md5_is_etag && ctx.src.as_s3().is_some()))
+    {
         head_claims(ctx, src, &mut c).await?;
     }
     Ok(c)
@@ -307,7 +308,7 @@ async fn head_claims(ctx: &Ctx, src: &Entry, c: &mut Claims) -> Result<(), CopyE
     // it looks for a stored CRC64 that makes hashing the MD5 unnecessary; for an MD5 taken
     // from an S3 ETag it shows whether that ETag is one (not for SSE-KMS or SSE-C objects).
     let optional = c.md5.is_some();
-    if let Some(s3) = &ctx.src.s3 {
+    if let Some(s3) = ctx.src.as_s3() {
         match raw_head(ctx, s3, src, None).await {
             Ok(Some(h)) => {
                 c.add_headers(&h, false);
@@ -343,7 +344,7 @@ async fn head_claims(ctx: &Ctx, src: &Entry, c: &mut Claims) -> Result<(), CopyE
                 c.meta = Some(ObjectMeta::of_attributes(
                     &r.attributes,
                     r.extensions.get::<DigestHeaders>(),
-                    ctx.src.azure.is_some(),
+                    ctx.src.is_azure(),
                 ));
                 if let Some(v) = r.attributes.get(&Attribute::Metadata(META_CRC64.into())) {
                     c.add_meta_crc64(v);

@@ -284,7 +284,7 @@ pub fn sync_file_system(root: &Path) -> std::io::Result<()> {
 /// store (`moverctl_mode` in octal, `moverctl_mtime` in RFC 3339 with nanoseconds), so a copy
 /// back to a folder restores them.
 pub(in crate::transfer) fn source_file_attributes(ctx: &Ctx, src: &Entry, a: &mut Attributes) {
-    let Some(root) = &ctx.src.local_root else {
+    let Some(root) = ctx.src.local_root() else {
         return;
     };
     let Ok(m) = std::fs::metadata(root.join(&src.key)) else {

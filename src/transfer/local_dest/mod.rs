@@ -106,7 +106,7 @@ pub(super) fn adopt_partials(
     dst: &crate::store::Store,
     j: &mut Journal,
 ) -> Result<u64, JournalError> {
-    let Some(root) = &dst.local_root else {
+    let Some(root) = dst.local_root() else {
         return Ok(0);
     };
     let mut adopted = 0;
@@ -202,8 +202,7 @@ async fn copy_file(ctx: &Ctx, src: &Entry, part: Option<u64>) -> Result<Outcome,
 fn dest_path(ctx: &Ctx, src: &Entry) -> Result<PathBuf, CopyError> {
     let root = ctx
         .dst
-        .local_root
-        .clone()
+        .local_root()
         .expect("local destinations have a root");
     let key_path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "destination key",
@@ -220,7 +219,7 @@ async fn how_read(
     part: Option<u64>,
 ) -> Result<(Claims, Reads, u64), CopyError> {
     let size = src.size;
-    if let Some(sroot) = &ctx.src.local_root {
+    if let Some(sroot) = ctx.src.local_root() {
         let sp = sroot.join(&src.key);
         let spc = sp.clone();
         let f = blocking(move || File::open(&spc).map_err(read_err(&spc))).await?;
