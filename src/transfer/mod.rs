@@ -132,7 +132,7 @@ pub struct CopyOptions {
     /// credentials (`--no-server-side`: false).
     pub server_side: bool,
     /// A large single-part source whose MD5 the destination checks on arrival is copied with one
-    /// streamed PUT where that is cheaper than parts ([`stream_put`]; `--no-streamed-put`: false).
+    /// streamed PUT where that is cheaper than parts (`stream_put`; `--no-streamed-put`: false).
     pub stream_single_put: bool,
     /// `--metadata-set` / `--no-metadata` ([`fidelity`]).
     pub metadata: fidelity::MetadataPolicy,
@@ -255,7 +255,7 @@ pub struct Report {
     pub elapsed: Duration,
     pub interrupted: bool,
     /// The run stopped before the end because credentials were refused and could not be
-    /// renewed (see [`credentials_stop`]): why, and what to run. The objects not tried are in
+    /// renewed (see `object::credentials_stop`): why, and what to run. The objects not tried are in
     /// no journal row; the next run copies them.
     pub stopped_for_credentials: Option<String>,
     /// Objects in a row (by finishing order) that failed because a store refused the

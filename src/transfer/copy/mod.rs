@@ -14,10 +14,10 @@
 //! Which way an object is copied is decided here ([`copy_object`]): into a local folder
 //! (`local_dest`), on the server (`server_side`), by the destination from the source's URL
 //! (`from_url`), as one streamed PUT (`stream_put`), else through this machine in one request
-//! ([`single`]) or in parts ([`multipart`]). What the strategies share lives in the submodules:
-//! the per-run [`context`], reading ([`read`]) and the source's claims ([`source`]), raw HEADs
-//! ([`head`]), what is written besides the bytes ([`attributes`]), a multipart upload's journal
-//! ([`resume`]) and parts ([`parts`]), and the write side's proof ([`verify`]).
+//! (`single`) or in parts (`multipart`). What the strategies share lives in the submodules:
+//! the per-run `context`, reading (`read`) and the source's claims (`source`), raw HEADs
+//! (`head`), what is written besides the bytes (`attributes`), a multipart upload's journal
+//! (`resume`) and parts (`parts`), and the write side's proof (`verify`).
 
 pub(in crate::transfer) mod attributes;
 pub(in crate::transfer) mod context;

@@ -5,7 +5,7 @@
 //! its size (`fallocate`; file systems without it, such as some network mounts, get a sparse
 //! `set_len`), with positional writes, so several parts of one object are in flight at once and
 //! no byte is copied between them. The CRC64 is computed once, as the bytes are written; the
-//! source's own digests are checked ([`super::copy::source::check_source`]) before the file gets its final
+//! source's own digests are checked (`copy::source::check_source`) before the file gets its final
 //! name with one atomic `rename`. Until then a reader of the destination sees the old object or
 //! nothing, never a part of the new one.
 //!
@@ -24,13 +24,13 @@
 //! Resume after a crash: a large object read by parts (a local source, or ranged GETs) is
 //! journaled as it goes — the temporary file's name as the object's upload, and each part's
 //! CRC64 once it is written. A run killed part way (`kill -9`, an OOM kill, a node lost) leaves the
-//! file; the next run adopts it before its listing would sweep it ([`adopt_partials`]), reads
+//! file; the next run adopts it before its listing would sweep it (`adopt_partials`), reads
 //! back each journaled part and keeps the parts whose bytes still have the journaled CRC64 (a part
 //! a crash lost or tore is fetched again), and fetches only the rest. The same source version,
 //! size and part size are required, as for a multipart upload. A copy that fails with an error
 //! (not a crash) removes its file and starts afresh next time. An object read with one GET (its
 //! digest needs the bytes in order) is journaled in parts of the plan's part size as the writes
-//! behind them complete ([`Checkpoints`]); it resumes from the longest run of kept parts from its
+//! behind them complete (`Checkpoints`); it resumes from the longest run of kept parts from its
 //! first byte, read back through its in-order digests, and one ranged GET fetches the rest.
 //!
 //! Durability (`--fsync`): `object` (default) syncs the file's data and its folder entry before
