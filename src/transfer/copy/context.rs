@@ -198,7 +198,7 @@ pub(in crate::transfer) fn s3_answer(msg: String, status: Option<u16>) -> object
 /// catalog entry or a saved probe says so, never its kind), and `--verify` allows it (not `md5`
 /// or `readback`). Then no MD5 is computed for the write side: single PUTs and parts carry the
 /// CRC64 of their bytes, and the stored full-object CRC64 is compared after (`dest-checksum`).
-pub(in crate::transfer) fn crc_writer(ctx: &Ctx) -> Option<&crate::store::CrcWriter> {
+pub(super) fn crc_writer(ctx: &Ctx) -> Option<&crate::store::CrcWriter> {
     if !ctx.dst.caps.checks_crc64nvme || !ctx.opts.verify.allows_checksum_only() {
         return None;
     }
@@ -221,7 +221,7 @@ pub(in crate::transfer) fn crc_suffices(ctx: &Ctx) -> bool {
 /// (`moverctl_crc64nvme`, which later copies of the copy are checked by): only where the read side
 /// proved those bytes are the source's (or read them from a local file). A CRC64 of bytes that
 /// only their size checked would certify whatever arrived.
-pub(in crate::transfer) fn stamps_crc(ctx: &Ctx, read: ReadCheck) -> bool {
+pub(super) fn stamps_crc(ctx: &Ctx, read: ReadCheck) -> bool {
     match read {
         ReadCheck::Unverified => false,
         ReadCheck::SourceSize => ctx.src.caps.in_process,

@@ -575,7 +575,7 @@ async fn stored_crc64_proof(
 /// size: a corpus uploaded in 5 MiB parts copied in 5 MiB parts would cost 13x the part PUTs of
 /// 64 MiB parts, at $0.005 per 1,000 PUTs about $0.001 per GiB, more than the CPU of the second
 /// MD5 pass it saves.
-pub(in crate::transfer) fn keeps_source_layout(
+pub(super) fn keeps_source_layout(
     l: &crate::catalog::schema::Limits,
     size: u64,
     source_part: u64,

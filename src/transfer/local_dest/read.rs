@@ -123,10 +123,10 @@ pub(super) async fn by_range(
 
 /// MD5s of consecutive pieces of `size` bytes (a source's multipart layout) of a stream.
 pub(super) struct PieceMd5s {
-    pub(super) size: u64,
-    pub(super) filled: u64,
-    pub(super) cur: md5::Md5,
-    pub(super) done: Vec<[u8; 16]>,
+    size: u64,
+    filled: u64,
+    cur: md5::Md5,
+    done: Vec<[u8; 16]>,
 }
 
 impl PieceMd5s {
@@ -165,13 +165,13 @@ impl PieceMd5s {
 /// (so that a killed run resumes from the last of them).
 pub(super) struct Checkpoints<'a> {
     /// The temporary file's name, as journaled.
-    pub(super) name: &'a str,
-    pub(super) part: u64,
+    name: &'a str,
+    part: u64,
     /// Absolute offset of the next byte hashed, and the CRC64 of its part so far.
-    pub(super) at: u64,
-    pub(super) cur: Hasher,
+    at: u64,
+    cur: Hasher,
     /// Finished parts whose writes may still be in flight: (index, digests, end offset).
-    pub(super) waiting: Vec<(usize, Digests, u64)>,
+    waiting: Vec<(usize, Digests, u64)>,
 }
 
 impl<'a> Checkpoints<'a> {
