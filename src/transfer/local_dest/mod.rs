@@ -42,6 +42,10 @@
 //! Metadata: with `--preserve-mtime` (default) the file gets the source's last-modified time
 //! (or the time a local source recorded in moverctl's metadata), and the mode a local source
 //! recorded (`moverctl_mode`).
+//!
+//! Here: one object's copy in steps (how it is read, its temporary file, the reads, the final
+//! name) and the adoption of a killed run's files. The file itself is in `file`, how bytes reach
+//! it in `read`, and reading a killed run's parts back in `resume`.
 
 pub(in crate::transfer) mod file;
 mod read;
