@@ -9,11 +9,13 @@ pub mod config;
 pub mod creds;
 mod entry;
 pub mod error;
+mod handles;
 pub mod http;
 pub mod list;
 pub mod local;
 pub mod location;
 pub mod overlap;
+pub mod presign;
 pub mod retry;
 pub mod s3list;
 

@@ -20,7 +20,7 @@
 //! CRC64 on arrival) a source that states a CRC is checked by its CRCs alone
 //! ([`Claims::prefer_crc`]): no MD5 is computed for it.
 
-use super::copy::CopyError;
+use super::copy::context::CopyError;
 use super::verification::ReadCheck;
 use crate::checksum;
 use crate::store::http::DigestHeaders;

@@ -14,10 +14,11 @@
 //! A store that does not allow the request (a bucket policy denying presigned requests answers
 //! 403) gets that write and the rest of the run's through object_store instead.
 
-use super::copy::{self, CopyError, Ctx};
-use super::server_side::{Refused, Verdict, add_metadata, put_signed, xml_field};
+use super::copy::context::{CopyError, Ctx, s3_answer_error};
+use super::server_side::{Refused, Verdict, put_signed};
 use crate::store::CrcWriter;
 use crate::store::http::DigestHeaders;
+use crate::store::presign::{add_metadata, xml_field};
 use crate::store::retry::retryable_status;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -33,7 +34,10 @@ const CRC_HEADER: &str = "x-amz-checksum-crc64nvme";
 /// Whether writes of this run's checksum-only path go by URL: the writer sends them that way and
 /// the store has not refused it, and the destination is S3 with credentials.
 pub(super) fn applies(ctx: &Ctx, w: &CrcWriter) -> bool {
-    w.by_url && !w.urls_refused.load(Relaxed) && ctx.dst.s3.is_some() && !ctx.dst.s3_anonymous
+    w.by_url
+        && !w.urls_refused.load(Relaxed)
+        && ctx.dst.as_s3().is_some()
+        && !ctx.dst.is_anonymous()
 }
 
 /// Sends part `idx` (0-based) of upload `id` at `path`, bound to `crc64` (computed as its bytes
@@ -66,7 +70,7 @@ pub(super) async fn put_part(
         return Ok(None);
     };
     let Some(etag) = etag else {
-        return Err(copy::s3_answer_error(
+        return Err(s3_answer_error(
             "uploading a part",
             "its answer holds no ETag".into(),
             None,
@@ -144,7 +148,7 @@ async fn send(
     sent: &str,
 ) -> Result<Option<(Option<String>, DigestHeaders)>, CopyError> {
     let what = write.what();
-    let s3 = ctx.dst.s3.as_ref().expect("checked by applies");
+    let s3 = ctx.dst.as_s3().expect("checked by applies");
     let part = match write {
         Write::Single => None,
         Write::Part(i) => Some(i),
@@ -173,7 +177,7 @@ async fn send(
             .await
             .map_err(|e| Refused::Copy(CopyError::Store { what, source: e }))
     };
-    let generic = |msg: String, status: Option<u16>| copy::s3_answer_error(what, msg, status);
+    let generic = |msg: String, status: Option<u16>| s3_answer_error(what, msg, status);
     let judged = put_signed(ctx, what, sign, &headers, chunks, generic, |reply| {
         let code = xml_field(&reply.body, "Code").unwrap_or_default();
         let fail = |e: CopyError| Verdict::Fail(Refused::Copy(e));

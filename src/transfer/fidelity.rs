@@ -22,6 +22,7 @@
 //! Azure and `owner-team` again on S3. moverctl's own keys are identifiers
 //! already and look the same everywhere.
 
+use super::copy::context::{CopyError, Ctx, s3_answer_error};
 use crate::checksum::{META_CRC64, META_SIZE, META_SRC_ETAG};
 use crate::store::http::DigestHeaders;
 use object_store::{Attribute, Attributes};
@@ -320,27 +321,24 @@ pub fn from_azure(k: &str) -> String {
 /// server-side CopyObject keeps them by itself (its tagging directive is COPY); every other
 /// write to S3 sends them as `x-amz-tagging`.
 pub(super) async fn source_tags(
-    ctx: &super::copy::Ctx,
+    ctx: &Ctx,
     src: &crate::store::list::Entry,
     meta: Option<&ObjectMeta>,
-) -> Result<object_store::TagSet, super::copy::CopyError> {
+) -> Result<object_store::TagSet, CopyError> {
     use object_store::signer::{Method, SignedUrlOptions, Signer};
     use std::sync::atomic::Ordering::Relaxed;
     let mut tags = object_store::TagSet::default();
-    let (Some(s3), Some(m)) = (&ctx.src.s3, meta) else {
+    let (Some(s3), Some(m)) = (ctx.src.as_s3(), meta) else {
         return Ok(tags);
     };
-    if m.tag_count == 0 || ctx.dst.s3.is_none() || !ctx.dst.caps.keeps_metadata {
+    if m.tag_count == 0 || ctx.dst.as_s3().is_none() || !ctx.dst.caps.keeps_metadata {
         return Ok(tags);
     }
     let what = "reading the source's tags (GetObjectTagging)";
-    let path = ctx
-        .src
-        .path_of(&src.key)
-        .map_err(|e| super::copy::CopyError::Store {
-            what: "source key",
-            source: e.into(),
-        })?;
+    let path = ctx.src.path_of(&src.key).map_err(|e| CopyError::Store {
+        what: "source key",
+        source: e.into(),
+    })?;
     let opts = SignedUrlOptions::default().with_query([("tagging", String::new())]);
     let mut url = s3
         .signed_url_opts(
@@ -350,8 +348,8 @@ pub(super) async fn source_tags(
             &opts,
         )
         .await
-        .map_err(|e| super::copy::CopyError::Store { what, source: e })?;
-    if ctx.src.s3_anonymous {
+        .map_err(|e| CopyError::Store { what, source: e })?;
+    if ctx.src.is_anonymous() {
         crate::store::s3list::strip_signature(&mut url);
     }
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
@@ -370,12 +368,12 @@ pub(super) async fn source_tags(
         } else {
             "the connection failed"
         };
-        super::copy::s3_answer_error(what, msg.into(), None)
+        s3_answer_error(what, msg.into(), None)
     })?;
     let status = resp.status().as_u16();
     let body = resp.text().await.unwrap_or_default();
     if !(200..300).contains(&status) {
-        return Err(super::copy::s3_answer_error(
+        return Err(s3_answer_error(
             what,
             format!("the store answered {status}"),
             Some(status),

@@ -26,7 +26,10 @@
 
 use super::Verify;
 use super::claims::Claims;
-use super::copy::{self, CopyError, Ctx, Outcome};
+use super::copy::attributes::metadata;
+use super::copy::context::{CopyError, Ctx, FromUrl, Outcome, crc_first, progress_in_flight};
+use super::copy::resume::{abandon, resume_or_start};
+use super::copy::source::discover_for;
 use super::server_side::{self, Refused, Verdict};
 use super::verification::{ReadCheck, Verification, WriteCheck};
 use crate::checksum;
@@ -49,31 +52,18 @@ pub const MAX_BLOCK: u64 = crate::catalog::parts::MAX_FROM_URL_BLOCK;
 /// How long a signed source or destination URL is valid: one block request (retries sign anew).
 const SIGNED_FOR: Duration = Duration::from_secs(3600);
 
-/// What a run needs to copy from source URLs, decided once when it starts ([`FromUrl::between`]).
-#[derive(Debug)]
-pub struct FromUrl {
-    /// Set once the service refuses the call or cannot read a source URL: the rest of the run
-    /// streams.
-    off: AtomicBool,
-    /// Set once a block's answer carried no CRC64: CRC-proven copies stream for the rest of the
-    /// run (the MD5 proofs still apply).
-    no_crc: AtomicBool,
-    /// Objects whose fetched blocks did not prove out: their retries stream at once.
-    unproven: std::sync::Mutex<std::collections::HashSet<String>>,
-}
-
 impl FromUrl {
     /// Possible when the destination is Azure Blob and the source an S3 or Azure location whose
     /// credentials can sign a URL (not anonymous, not a SAS given to moverctl), and the
     /// destination's credentials can sign a SAS.
     pub async fn between(src: &Store, dst: &Store) -> Option<FromUrl> {
-        let d = dst.azure.as_ref()?;
-        if src.local_root.is_some() || src.s3_anonymous {
+        let d = dst.as_azure()?;
+        if src.is_local() || src.is_anonymous() {
             return None;
         }
         let probe = object_store::path::Path::from("moverctl-sign-check");
         d.signed_url(Method::PUT, &probe, SIGNED_FOR).await.ok()?;
-        match (&src.s3, &src.azure) {
+        match (src.as_s3(), src.as_azure()) {
             (Some(s), _) => s.signed_url(Method::GET, &probe, SIGNED_FOR).await.ok()?,
             (None, Some(a)) => a.signed_url(Method::GET, &probe, SIGNED_FOR).await.ok()?,
             (None, None) => return None,
@@ -179,18 +169,18 @@ pub(super) async fn copy(
 ) -> Result<Option<Outcome>, CopyError> {
     if fu.off.load(Relaxed)
         || ctx.opts.verify == Verify::Readback
-        || ctx.dst.single.is_some()
+        || ctx.dst.is_single()
         || fu.unproven.lock().expect("lock").contains(&src.key)
     {
         return Ok(None);
     }
-    let (Some(az), Some(e_tag)) = (&ctx.dst.azure, &src.e_tag) else {
+    let (Some(az), Some(e_tag)) = (ctx.dst.as_azure(), &src.e_tag) else {
         return Ok(None);
     };
     // A single upload's part size is the whole object.
     let part = part.min(src.size);
-    let claims = copy::discover_for(ctx, src, true, false).await?;
-    if !copy::crc_first(ctx) {
+    let claims = discover_for(ctx, src, true, false).await?;
+    if !crc_first(ctx) {
         // Learned as the streamed copy would learn them.
         *known = Some(claims.clone());
     }
@@ -216,7 +206,7 @@ pub(super) async fn copy(
         what: "source key",
         source: e.into(),
     })?;
-    let signed = match (&ctx.src.s3, &ctx.src.azure) {
+    let signed = match (ctx.src.as_s3(), ctx.src.as_azure()) {
         (Some(s), _) => s.signed_url(Method::GET, &src_path, SIGNED_FOR).await,
         (None, Some(a)) => a.signed_url(Method::GET, &src_path, SIGNED_FOR).await,
         (None, None) => return Ok(None),
@@ -227,7 +217,7 @@ pub(super) async fn copy(
     // object_store signs a SAS over the percent-encoded path, where Azure (and Azurite) sign
     // the decoded name: a key with a character that needs encoding (a space, non-ASCII) would be
     // refused (403), so it streams.
-    if (ctx.src.azure.is_some() && source_url.path().contains('%'))
+    if (ctx.src.is_azure() && source_url.path().contains('%'))
         || az
             .signed_url(Method::PUT, &path, SIGNED_FOR)
             .await
@@ -288,6 +278,113 @@ fn block_id(idx: usize) -> String {
     format!("{t:016x}{:08x}{:08x}", std::process::id(), idx as u32)
 }
 
+/// One block of the object (`part` bytes at index `idx`): reused where an earlier attempt
+/// journaled it (`prior`, with the digest the proof needs: its MD5, or with `want_md5` false its
+/// CRC64), else fetched by the destination from the source's URL and journaled with the digests
+/// its answer carried.
+async fn stage_block(
+    req: &Req<'_>,
+    src: &Entry,
+    idx: usize,
+    part: u64,
+    prior: Option<PartRecord>,
+    want_md5: bool,
+) -> Result<PartRecord, Refused> {
+    let ctx = req.ctx;
+    let start = idx as u64 * part;
+    let end = (start + part).min(src.size);
+    if let Some(p) = prior
+        && p.size == end - start
+        && (!want_md5 || p.md5.as_deref().and_then(checksum::etag_md5).is_some())
+        && (want_md5 || u64::from_str_radix(&p.crc64, 16).is_ok())
+    {
+        ctx.counters.resumed_parts.fetch_add(1, Relaxed);
+        progress_in_flight(ctx, &src.key, p.size);
+        return Ok(p);
+    }
+    let content_id = block_id(idx);
+    let mut h = HeaderMap::new();
+    h.insert(
+        HeaderName::from_static("x-ms-copy-source"),
+        header(&req.source_url, "the source URL")?,
+    );
+    h.insert(
+        HeaderName::from_static("x-ms-source-range"),
+        header(&format!("bytes={}-{}", start, end - 1), "the range")?,
+    );
+    h.insert(
+        HeaderName::from_static("x-ms-source-if-match"),
+        header(&req.if_match, "the source ETag")?,
+    );
+    let answer = send(
+        ctx,
+        req.az,
+        req.path,
+        &[
+            ("comp", "block"),
+            ("blockid", &BASE64_STANDARD.encode(&content_id)),
+        ],
+        h,
+        bytes::Bytes::new(),
+        "copying a block from the source's URL (Put Block From URL)",
+    )
+    .await?;
+    // The service read the range at the source: a GET and egress the source bills.
+    ctx.counters.fetched_by_destination.fetch_add(1, Relaxed);
+    ctx.counters
+        .fetched_by_destination_bytes
+        .fetch_add(end - start, Relaxed);
+    let md5 = answer
+        .get("content-md5")
+        .and_then(|v| v.to_str().ok())
+        .and_then(b64::<16>);
+    let crc = answer
+        .get("x-ms-content-crc64")
+        .and_then(|v| v.to_str().ok())
+        .and_then(b64::<8>)
+        .map(u64::from_le_bytes);
+    let rec = PartRecord {
+        idx: idx as u32,
+        content_id,
+        crc64: crc.map(checksum::crc64_hex).unwrap_or_default(),
+        md5: md5.map(|m| checksum::hex(&m)),
+        size: end - start,
+    };
+    server_side::journal_part(ctx, &src.key, rec)
+}
+
+/// The blocks' CRC64s, combined: the object's, when every answer carried one.
+fn blocks_crc64(recs: &[PartRecord]) -> Option<u64> {
+    let crc = recs.iter().try_fold(None::<u64>, |acc, p| {
+        let c = u64::from_str_radix(&p.crc64, 16).ok()?;
+        Some(Some(match acc {
+            None => c,
+            Some(a) => checksum::crc64_combine(a, c, p.size),
+        }))
+    });
+    crc.flatten()
+}
+
+/// Whether the blocks' digests (their MD5s, or `crc` combined) prove the copy as `mode` asks;
+/// the first answer without a CRC64 turns CRC-proven copies off for the run.
+fn proves(fu: &FromUrl, mode: &Mode, md5s: Option<&[[u8; 16]]>, crc: Option<u64>) -> bool {
+    match mode {
+        Mode::Whole(want) => md5s == Some(std::slice::from_ref(want)),
+        Mode::Parts { etag, .. } => {
+            md5s.map(checksum::multipart_etag).as_deref() == Some(etag.as_str())
+        }
+        Mode::Crc { crc: want, .. } => {
+            if crc.is_none() && !fu.no_crc.swap(true, Relaxed) {
+                tracing::info!(
+                    target: "moverctl::copy",
+                    "the destination's block answers carry no CRC64; objects proven only by a CRC are streamed"
+                );
+            }
+            crc == Some(*want)
+        }
+    }
+}
+
 /// Stages every block (journaled, resumable), checks the proof, and commits the block list.
 async fn blocks(
     req: &Req<'_>,
@@ -301,7 +398,7 @@ async fn blocks(
     let part = mode.part(src.size).max(1);
     let n = src.size.div_ceil(part);
     let known_crc = claims.crc64_meta.or(claims.crc64_stored);
-    let (id, done) = copy::resume_or_start(
+    let (id, done) = resume_or_start(
         ctx,
         mp,
         req.path,
@@ -313,100 +410,21 @@ async fn blocks(
     .await
     .map_err(Refused::Copy)?;
     let want_md5 = !matches!(mode, Mode::Crc { .. });
-    let staged = stream::iter(done.into_iter().enumerate().map(|(idx, prior)| async move {
-        let start = idx as u64 * part;
-        let end = (start + part).min(src.size);
-        if let Some(p) = prior
-            && p.size == end - start
-            && (!want_md5 || p.md5.as_deref().and_then(checksum::etag_md5).is_some())
-            && (want_md5 || u64::from_str_radix(&p.crc64, 16).is_ok())
-        {
-            ctx.counters.resumed_parts.fetch_add(1, Relaxed);
-            copy::progress_in_flight(ctx, &src.key, p.size);
-            return Ok::<PartRecord, Refused>(p);
-        }
-        let content_id = block_id(idx);
-        let mut h = HeaderMap::new();
-        h.insert(
-            HeaderName::from_static("x-ms-copy-source"),
-            header(&req.source_url, "the source URL")?,
-        );
-        h.insert(
-            HeaderName::from_static("x-ms-source-range"),
-            header(&format!("bytes={}-{}", start, end - 1), "the range")?,
-        );
-        h.insert(
-            HeaderName::from_static("x-ms-source-if-match"),
-            header(&req.if_match, "the source ETag")?,
-        );
-        let answer = send(
-            ctx,
-            req.az,
-            req.path,
-            &[
-                ("comp", "block"),
-                ("blockid", &BASE64_STANDARD.encode(&content_id)),
-            ],
-            h,
-            bytes::Bytes::new(),
-            "copying a block from the source's URL (Put Block From URL)",
-        )
-        .await?;
-        // The service read the range at the source: a GET and egress the source bills.
-        ctx.counters.fetched_by_destination.fetch_add(1, Relaxed);
-        ctx.counters
-            .fetched_by_destination_bytes
-            .fetch_add(end - start, Relaxed);
-        let md5 = answer
-            .get("content-md5")
-            .and_then(|v| v.to_str().ok())
-            .and_then(b64::<16>);
-        let crc = answer
-            .get("x-ms-content-crc64")
-            .and_then(|v| v.to_str().ok())
-            .and_then(b64::<8>)
-            .map(u64::from_le_bytes);
-        let rec = PartRecord {
-            idx: idx as u32,
-            content_id,
-            crc64: crc.map(checksum::crc64_hex).unwrap_or_default(),
-            md5: md5.map(|m| checksum::hex(&m)),
-            size: end - start,
-        };
-        server_side::journal_part(ctx, &src.key, rec)
-    }))
+    let staged = stream::iter(
+        done.into_iter()
+            .enumerate()
+            .map(|(idx, prior)| stage_block(req, src, idx, part, prior, want_md5)),
+    )
     .buffered(ctx.opts.part_concurrency.max(1))
     .collect::<Vec<_>>()
     .await;
     // The blocks staged so far stay journaled on an error: the next attempt resumes after them.
     let recs = server_side::gather(ctx, mp, req.path, &id, &src.key, staged).await?;
     let md5s = server_side::part_md5s(&recs);
-    // The blocks' CRC64s, combined: the object's, when every answer carried one.
-    let crc = recs.iter().try_fold(None::<u64>, |acc, p| {
-        let c = u64::from_str_radix(&p.crc64, 16).ok()?;
-        Some(Some(match acc {
-            None => c,
-            Some(a) => checksum::crc64_combine(a, c, p.size),
-        }))
-    });
-    let crc = crc.flatten();
-    let proven = match mode {
-        Mode::Whole(want) => md5s.as_deref() == Some(std::slice::from_ref(want)),
-        Mode::Parts { etag, .. } => {
-            md5s.as_deref().map(checksum::multipart_etag).as_deref() == Some(etag.as_str())
-        }
-        Mode::Crc { crc: want, .. } => {
-            if crc.is_none() && !fu.no_crc.swap(true, Relaxed) {
-                tracing::info!(
-                    target: "moverctl::copy",
-                    "the destination's block answers carry no CRC64; objects proven only by a CRC are streamed"
-                );
-            }
-            crc == Some(*want)
-        }
-    };
+    let crc = blocks_crc64(&recs);
+    let proven = proves(fu, mode, md5s.as_deref(), crc);
     if !proven {
-        copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
+        abandon(ctx, mp, req.path, &id, &src.key, false).await;
         if crc.is_some() || !matches!(mode, Mode::Crc { .. }) {
             tracing::warn!(
                 target: "moverctl::copy",
@@ -429,14 +447,14 @@ async fn blocks(
         req.az,
         req.path,
         &ids,
-        &copy::metadata(ctx, src, crc, claims.meta.as_ref()),
+        &metadata(ctx, src, crc, claims.meta.as_ref()),
         whole_md5,
     )
     .await
     {
         Ok(a) => a,
         Err(Refused::Off(why)) => {
-            copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
+            abandon(ctx, mp, req.path, &id, &src.key, false).await;
             return Err(Refused::Off(why));
         }
         // Staged and proven: the next attempt commits them without fetching again.
@@ -534,7 +552,7 @@ fn error_code(headers: &reqwest::header::HeaderMap, body: &str) -> String {
         .get("x-ms-error-code")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
-        .or_else(|| server_side::xml_field(body, "Code"))
+        .or_else(|| crate::store::presign::xml_field(body, "Code"))
         .unwrap_or_default()
 }
 

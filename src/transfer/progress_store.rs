@@ -321,7 +321,7 @@ impl ProgressStore {
     ) -> Result<u64, ProgressError> {
         let mut sub = self.store.clone();
         sub.prefix = format!("{}shard-{shard}/", self.store.prefix);
-        if let Some(root) = &self.store.local_root {
+        if let Some(root) = self.store.local_root() {
             sub.local_root = Some(root.join(format!("shard-{shard}")));
             if !sub.local_root.as_ref().is_some_and(|r| r.is_dir()) {
                 return Ok(0);

@@ -13,7 +13,7 @@
 //! page blobs alike, and computes a `Content-MD5` for whole reads of append and page blobs.)
 
 use super::claims::Claims;
-use super::copy::{CopyError, Ctx};
+use super::copy::context::{CopyError, Ctx, s3_answer_error};
 use crate::store::http::DigestHeaders;
 use crate::store::list::Entry;
 use bytes::Bytes;
@@ -56,7 +56,7 @@ impl Reader {
             window: ctx.src.retry_window,
             etag: src.e_tag.clone(),
             key: src.key.clone(),
-            az: ctx.src.azure.clone()?,
+            az: ctx.src.as_azure().cloned()?,
         })
     }
 
@@ -198,7 +198,7 @@ async fn get_range(
                     412 => return Err(CopyError::SourceChanged),
                     c if retryable_status(c) => format!("the store answered {c}"),
                     c => {
-                        return Err(super::copy::s3_answer_error(
+                        return Err(s3_answer_error(
                             what,
                             format!("the store answered {c} for a range of {key}"),
                             Some(c),
@@ -214,7 +214,7 @@ async fn get_range(
             .wait_logged(&format!("GET of a range of source object {key}"), &failure)
             .await
         {
-            return Err(super::copy::s3_answer_error(
+            return Err(s3_answer_error(
                 what,
                 format!(
                     "{failure}; gave up after {} retries over {:.0?}",

@@ -24,7 +24,13 @@
 
 use super::Verify;
 use super::claims::Claims;
-use super::copy::{self, CopyError, Ctx, Outcome};
+use super::copy::attributes::metadata;
+use super::copy::context::{
+    CopyError, Ctx, Outcome, ServerSide, progress_in_flight, s3_answer_error, store_err,
+};
+use super::copy::head::raw_head;
+use super::copy::resume::{abandon, resume_or_start};
+use super::copy::source::discover_for;
 use super::fidelity::ObjectMeta;
 use super::verification::{ReadCheck, Verification, WriteCheck};
 use crate::checksum::{self, Digests};
@@ -32,29 +38,15 @@ use crate::journal::PartRecord;
 use crate::store::Store;
 use crate::store::list::Entry;
 use crate::store::location::Location;
-use crate::store::retry::{Backoff, retryable_status};
+use crate::store::presign::{self, add_metadata, xml_field};
+use crate::store::retry::retryable_status;
 use futures::stream::{self, StreamExt};
+use object_store::ObjectStoreExt;
 use object_store::multipart::PartId;
 use object_store::signer::{HeaderMap, HeaderName, HeaderValue, Method, SignedUrlOptions, Signer};
-use object_store::{Attribute, ObjectStoreExt};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::time::Duration;
-
-/// What a run needs to copy server side, decided once when it starts ([`ServerSide::between`]).
-#[derive(Debug)]
-pub struct ServerSide {
-    /// The source's bucket, named in `x-amz-copy-source`.
-    src_bucket: String,
-    /// Set once the service refuses a server-side copy (not implemented, or denied): the rest
-    /// of the run streams.
-    off: AtomicBool,
-    /// Whether one CopyObject of a multipart source answers with the source's own multipart
-    /// ETag ([`WHOLE_UNKNOWN`], [`WHOLE_KEEPS`], [`WHOLE_REWRITES`]): Garage's copy keeps the
-    /// object's parts (one request, nearly free), AWS rewrites it as one part with a new ETag
-    /// that proves nothing. Learned from the run's first such answer.
-    whole: AtomicU8,
-}
 
 const WHOLE_UNKNOWN: u8 = 0;
 const WHOLE_KEEPS: u8 = 1;
@@ -75,10 +67,10 @@ impl ServerSide {
     /// Server-side copy is possible between `src` and `dst` when both are S3 locations of one
     /// service (the same endpoint), signed with the same access key, and neither is anonymous.
     pub async fn between(src: &Store, dst: &Store) -> Option<ServerSide> {
-        let (Some(s), Some(d)) = (&src.s3, &dst.s3) else {
+        let (Some(s), Some(d)) = (src.as_s3(), dst.as_s3()) else {
             return None;
         };
-        if src.s3_anonymous || dst.s3_anonymous || src.local_root.is_some() {
+        if src.is_anonymous() || dst.is_anonymous() || src.is_local() {
             return None;
         }
         if !one_service(&src.identity, &dst.identity) {
@@ -115,13 +107,13 @@ pub(super) async fn copy(
     ss: &ServerSide,
     src: &Entry,
 ) -> Result<Option<Outcome>, CopyError> {
-    if ss.off.load(Relaxed) || ctx.opts.verify == Verify::Readback || ctx.dst.single.is_some() {
+    if ss.off.load(Relaxed) || ctx.opts.verify == Verify::Readback || ctx.dst.is_single() {
         return Ok(None);
     }
-    let (Some(dst_s3), Some(e_tag)) = (&ctx.dst.s3, &src.e_tag) else {
+    let (Some(dst_s3), Some(e_tag)) = (ctx.dst.as_s3(), &src.e_tag) else {
         return Ok(None);
     };
-    let mut claims = copy::discover_for(ctx, src, false, false).await?;
+    let mut claims = discover_for(ctx, src, false, false).await?;
     let Some(mode) = mode_for(ctx, src, &claims) else {
         return Ok(None);
     };
@@ -129,10 +121,10 @@ pub(super) async fn copy(
         // The copy replaces the metadata (to add moverctl's own keys), so it must know the
         // source's: one HEAD (a multipart source's HEAD of part 1 showed them already). Where
         // it fails the object is streamed, and its GET shows them.
-        let Some(s3) = &ctx.src.s3 else {
+        let Some(s3) = ctx.src.as_s3() else {
             return Ok(None);
         };
-        match copy::raw_head(ctx, s3, src, None).await {
+        match raw_head(ctx, s3, src, None).await {
             Ok(Some(h)) => {
                 if let Some(v) = h.get(&format!("x-amz-meta-{}", checksum::META_CRC64)) {
                     claims.add_meta_crc64(v);
@@ -298,10 +290,7 @@ async fn single(
         HeaderName::from_static("x-amz-metadata-directive"),
         HeaderValue::from_static("REPLACE"),
     );
-    add_metadata(
-        &mut headers,
-        &copy::metadata(ctx, src, crc, req.meta.as_ref()),
-    );
+    add_metadata(&mut headers, &metadata(ctx, src, crc, req.meta.as_ref()));
     let answer = send(req, &[], headers, "copying on the server (CopyObject)").await?;
     if let Err(off) = refuse_if_encrypted(&answer) {
         let _ = ctx.dst.inner.delete(req.path).await;
@@ -314,8 +303,8 @@ async fn single(
         let _ = ctx.dst.inner.delete(req.path).await;
         // A source encrypted with SSE-KMS or SSE-C has ETags that are no MD5s (one HEAD tells):
         // no copy of this run could be proven by them.
-        if let Some(s3) = &ctx.src.s3
-            && let Ok(Some(h)) = copy::raw_head(ctx, s3, src, None).await
+        if let Some(s3) = ctx.src.as_s3()
+            && let Ok(Some(h)) = raw_head(ctx, s3, src, None).await
             && !h.s3_etag_can_be_md5()
         {
             return Err(Refused::Off(
@@ -356,10 +345,7 @@ async fn whole(
         HeaderName::from_static("x-amz-metadata-directive"),
         HeaderValue::from_static("REPLACE"),
     );
-    add_metadata(
-        &mut headers,
-        &copy::metadata(ctx, src, crc, req.meta.as_ref()),
-    );
+    add_metadata(&mut headers, &metadata(ctx, src, crc, req.meta.as_ref()));
     let answer = send(
         req,
         &[],
@@ -400,7 +386,7 @@ async fn parts(
     let ctx = req.ctx;
     let mp = ctx.dst.multipart.as_ref().expect("checked in mode_for");
     let n = src.size.div_ceil(part);
-    let (id, done) = copy::resume_or_start(
+    let (id, done) = resume_or_start(
         ctx,
         mp,
         req.path,
@@ -420,7 +406,7 @@ async fn parts(
                 && p.md5.as_deref().and_then(checksum::etag_md5).is_some()
             {
                 ctx.counters.resumed_parts.fetch_add(1, Relaxed);
-                copy::progress_in_flight(ctx, &src.key, p.size);
+                progress_in_flight(ctx, &src.key, p.size);
                 return Ok::<PartRecord, Refused>(p);
             }
             let headers = copy_headers(req, Some(start..end))?;
@@ -455,7 +441,7 @@ async fn parts(
     let composed = part_md5s(&recs).map(|m| checksum::multipart_etag(&m));
     if composed.as_deref() != Some(want) {
         // A part the server copied is not the source's part (or its ETag is no MD5).
-        copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
+        abandon(ctx, mp, req.path, &id, &src.key, false).await;
         tracing::warn!(
             target: "moverctl::copy",
             key = %src.key,
@@ -474,14 +460,12 @@ async fn parts(
     let res = match mp.complete_multipart(req.path, &id, ids).await {
         Ok(r) => r,
         Err(e) => {
-            copy::abandon(ctx, mp, req.path, &id, &src.key, false).await;
-            return Err(Refused::Copy(copy::store_err(
-                "completing the multipart copy",
-            )(e)));
+            abandon(ctx, mp, req.path, &id, &src.key, false).await;
+            return Err(Refused::Copy(store_err("completing the multipart copy")(e)));
         }
     };
     if res.e_tag.as_deref().map(checksum::etag_norm).as_deref() != Some(want) {
-        copy::abandon(ctx, mp, req.path, &id, &src.key, true).await;
+        abandon(ctx, mp, req.path, &id, &src.key, true).await;
         return Err(Refused::Copy(CopyError::Mismatch(
             "the destination's multipart ETag after a server-side copy differs from the source's"
                 .into(),
@@ -506,7 +490,7 @@ pub(super) fn journal_part(ctx: &Ctx, key: &str, rec: PartRecord) -> Result<Part
             .put_part(key, &rec)
             .map_err(CopyError::from)?;
     }
-    copy::progress_in_flight(ctx, key, rec.size);
+    progress_in_flight(ctx, key, rec.size);
     Ok(rec)
 }
 
@@ -526,7 +510,7 @@ pub(super) async fn gather(
         match r {
             Ok(p) => recs.push(p),
             Err(Refused::Off(why)) => {
-                copy::abandon(ctx, mp, path, id, key, false).await;
+                abandon(ctx, mp, path, id, key, false).await;
                 return Err(Refused::Off(why));
             }
             Err(e) => return Err(e),
@@ -601,29 +585,6 @@ fn copy_headers(
     Ok(h)
 }
 
-/// The content headers, user metadata (moverctl's among them) and storage class as the headers
-/// an S3 PUT or a CopyObject with `REPLACE` takes.
-pub(super) fn add_metadata(h: &mut HeaderMap, attrs: &object_store::Attributes) {
-    for (k, v) in attrs {
-        let name = match k {
-            Attribute::Metadata(m) => format!("x-amz-meta-{m}"),
-            Attribute::StorageClass => "x-amz-storage-class".to_string(),
-            Attribute::ContentType => "content-type".to_string(),
-            Attribute::ContentEncoding => "content-encoding".to_string(),
-            Attribute::ContentLanguage => "content-language".to_string(),
-            Attribute::ContentDisposition => "content-disposition".to_string(),
-            Attribute::CacheControl => "cache-control".to_string(),
-            _ => continue,
-        };
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(v.as_ref()),
-        ) {
-            h.insert(n, v);
-        }
-    }
-}
-
 /// Percent-encodes a key for `x-amz-copy-source` (every byte but unreserved ones and `/`).
 fn encode_key(key: &str) -> String {
     let mut out = String::with_capacity(key.len());
@@ -662,14 +623,6 @@ fn copy_result_etag(body: &str) -> Result<String, CopyError> {
         })
 }
 
-pub(super) fn xml_field(body: &str, name: &str) -> Option<String> {
-    let open = format!("<{name}>");
-    let close = format!("</{name}>");
-    let start = body.find(&open)? + open.len();
-    let len = body[start..].find(&close)?;
-    Some(body[start..start + len].trim().to_string())
-}
-
 /// A copy request's answer.
 struct Answer {
     body: String,
@@ -678,40 +631,12 @@ struct Answer {
     etag_can_be_md5: bool,
 }
 
-/// The HTTP client of moverctl's own copy requests (server-side copies, copies from a URL).
-pub(super) fn client() -> &'static reqwest::Client {
-    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
-    CLIENT.get_or_init(|| {
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            // A copy of a large part takes the server a while; the answer comes at the end.
-            .read_timeout(Duration::from_secs(600))
-            .build()
-            .unwrap_or_default()
-    })
-}
+/// What an answer to one of this strategy family's signed PUTs means ([`presign::Verdict`], failing
+/// with a [`Refused`]).
+pub(super) type Verdict<T> = presign::Verdict<T, Refused>;
 
-/// One answer to a signed PUT.
-pub(super) struct Reply {
-    pub status: u16,
-    pub headers: reqwest::header::HeaderMap,
-    pub body: String,
-}
-
-/// What an answer means to the request's caller.
-pub(super) enum Verdict<T> {
-    Done(T),
-    /// Worth another attempt (a 5xx, a throttle): why, and the status.
-    Retry(String, Option<u16>),
-    Fail(Refused),
-}
-
-/// A PUT of `body` (its chunks in order) with `headers` to a URL signed anew for each attempt,
-/// paced by `--tpslimit` and counted (a throttling answer also slows the destination's window,
-/// as for requests object_store sends), retried under the one retry policy while `judge` says
-/// so or the connection fails; `generic` words the error when the retries run out. The URL
-/// carries a signature: it is logged by path only and no transport error (which would print
-/// it) is kept.
+/// [`presign::put_signed`] to the run's destination, paced by its limits and counted as a PUT;
+/// `generic` words the copy error when the retries run out.
 pub(super) async fn put_signed<T, S: Future<Output = Result<url::Url, Refused>>>(
     ctx: &Ctx,
     what: &'static str,
@@ -719,72 +644,15 @@ pub(super) async fn put_signed<T, S: Future<Output = Result<url::Url, Refused>>>
     headers: &HeaderMap,
     body: Vec<bytes::Bytes>,
     generic: impl Fn(String, Option<u16>) -> CopyError,
-    judge: impl Fn(Reply) -> Verdict<T>,
+    judge: impl Fn(presign::Reply) -> Verdict<T>,
 ) -> Result<T, Refused> {
-    let mut backoff = Backoff::with_window(ctx.dst.retry_window);
-    loop {
-        let url = sign().await?;
-        ctx.limits.take_request().await;
-        ctx.counters.put.fetch_add(1, Relaxed);
-        let shown_path = url.path().to_string();
-        let started = std::time::Instant::now();
-        let len: usize = body.iter().map(|b| b.len()).sum();
-        let payload = match body.len() {
-            0 => reqwest::Body::from(bytes::Bytes::new()),
-            1 => reqwest::Body::from(body[0].clone()),
-            _ => reqwest::Body::wrap_stream(futures::stream::iter(
-                body.clone().into_iter().map(Ok::<_, std::io::Error>),
-            )),
-        };
-        // As object_store bounds its own requests: an upload that stalls ends and is retried.
-        let mut r = client()
-            .put(url)
-            .timeout(Duration::from_secs(3600))
-            .header("content-length", len.to_string())
-            .body(payload);
-        for (k, v) in headers {
-            r = r.header(k, v);
-        }
-        let (failure, last_status) = match r.send().await {
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                ctx.dst.observer.saw(status);
-                let headers = resp.headers().clone();
-                let body = resp.text().await.unwrap_or_default();
-                ctx.dst.observer.judge_refusal(status, body.as_bytes());
-                tracing::debug!(
-                    target: "moverctl::http",
-                    method = "PUT",
-                    path = %shown_path,
-                    status,
-                    ms = started.elapsed().as_millis() as u64,
-                    "request ({what})"
-                );
-                match judge(Reply {
-                    status,
-                    headers,
-                    body,
-                }) {
-                    Verdict::Done(t) => return Ok(t),
-                    Verdict::Fail(e) => return Err(e),
-                    Verdict::Retry(why, status) => (why, status),
-                }
-            }
-            Err(e) if e.is_timeout() => ("the request timed out".to_string(), None),
-            Err(e) if e.is_connect() => ("the connection failed".to_string(), None),
-            Err(_) => ("the connection broke".to_string(), None),
-        };
-        if !backoff.wait_logged(what, &failure).await {
-            return Err(Refused::Copy(generic(
-                format!(
-                    "{failure}; gave up after {} retries over {:.0?}",
-                    backoff.retries(),
-                    backoff.elapsed()
-                ),
-                last_status,
-            )));
-        }
-    }
+    let to = presign::PutTo {
+        store: &ctx.dst,
+        limits: &ctx.limits,
+        puts: &ctx.counters.put,
+    };
+    let gave_up = |msg: String, status: Option<u16>| Refused::Copy(generic(msg, status));
+    presign::put_signed(to, what, sign, headers, body, gave_up, judge).await
 }
 
 /// A presigned PUT to the destination key with `headers` bound to the signature, retried under
@@ -799,7 +667,7 @@ async fn send(
     for (k, v) in &headers {
         opts = opts.with_signed_header(k.clone(), v.clone());
     }
-    let generic = |msg: String, status: Option<u16>| copy::s3_answer_error(what, msg, status);
+    let generic = |msg: String, status: Option<u16>| s3_answer_error(what, msg, status);
     let opts = &opts;
     let sign = || async move {
         req.s3

@@ -16,7 +16,12 @@
 //! twice, so the PUT is not retried in place: a failure fails this attempt and the engine's retry
 //! copies the object again.
 
-use super::copy::{self, CopyError, Ctx, Outcome};
+use super::copy::attributes::metadata;
+use super::copy::context::{
+    CopyError, Ctx, InFlightGuard, Outcome, add_in_flight, s3_answer, s3_answer_error, store_err,
+};
+use super::copy::read::read_range;
+use super::fidelity::ObjectMeta;
 use super::verification::{ReadCheck, Verification, WriteCheck};
 use crate::checksum::{self, Digests, Hasher};
 use crate::store::http::DigestHeaders;
@@ -34,9 +39,9 @@ pub const MAX_PARTS_WORTH: u64 = 4;
 /// The source's MD5 when `src` is copied with one streamed PUT (see the module comment).
 pub(super) fn applies(ctx: &Ctx, src: &Entry, planned_part: u64) -> Option<[u8; 16]> {
     let dst = &ctx.dst;
-    if dst.s3.is_none()
-        || dst.s3_anonymous
-        || dst.local_root.is_some()
+    if dst.as_s3().is_none()
+        || dst.is_anonymous()
+        || dst.is_local()
         || !dst.caps.checks_content_md5
         || !dst.caps.put_etag_is_md5
         || ctx.opts.verify == super::Verify::Readback
@@ -65,7 +70,7 @@ pub(super) async fn copy(
     let what = "writing the destination (one streamed PUT)";
     // The GET first: its answer says whether the ETag is an MD5 at all, before it is sent as one.
     let seen = Arc::new(Mutex::new(super::claims::Claims::default()));
-    let mut source = copy::read_range(ctx, src, 0..src.size, Some(seen.clone()));
+    let mut source = read_range(ctx, src, 0..src.size, Some(seen.clone()));
     let first = match source.next().await {
         Some(Err(e)) => return Err(e),
         first => first,
@@ -79,87 +84,26 @@ pub(super) async fn copy(
         return Ok(None);
     }
     let source = futures::stream::iter(first).chain(source);
-    let s3 = ctx.dst.s3.as_ref().expect("checked in applies");
     let path = ctx.dst.path_of(&src.key).map_err(|e| CopyError::Store {
         what: "destination key",
         source: e.into(),
     })?;
-    let mut headers = HeaderMap::new();
     let meta = seen.lock().expect("claims lock").meta.clone();
-    super::server_side::add_metadata(&mut headers, &copy::metadata(ctx, src, None, meta.as_ref()));
-    let tags = super::fidelity::source_tags(ctx, src, meta.as_ref()).await?;
-    if !tags.is_empty()
-        && let Ok(v) = object_store::signer::HeaderValue::from_str(tags.encoded())
-    {
-        headers.insert(
-            object_store::signer::HeaderName::from_static("x-amz-tagging"),
-            v,
-        );
-    }
-    let mut opts = SignedUrlOptions::default();
-    for (k, v) in &headers {
-        opts = opts.with_signed_header(k.clone(), v.clone());
-    }
-    let url = s3
-        .signed_url_opts(Method::PUT, &path, Duration::from_secs(3600), &opts)
-        .await
-        .map_err(|e| CopyError::Store { what, source: e })?;
+    let (url, headers) = signed_put(ctx, src, &path, meta.as_ref(), what).await?;
 
     ctx.counters
         .in_flight
         .lock()
         .expect("progress lock")
         .insert(src.key.clone(), (0, src.size));
-    let _in_flight = copy::InFlightGuard(ctx.counters.clone(), src.key.clone());
+    let _in_flight = InFlightGuard(ctx.counters.clone(), src.key.clone());
 
     // The body: the pinned GET's stream, paced by --bwlimit, hashed (CRC64) and counted. A read
     // error is kept here so that it is reported as itself (a changed source, a short read), not
     // as whatever the HTTP client makes of an aborted body.
     let hasher = Arc::new(Mutex::new(Hasher::new(false)));
     let read_error: Arc<Mutex<Option<CopyError>>> = Arc::default();
-    let (limits, counters, key, size) = (
-        ctx.limits.clone(),
-        ctx.counters.clone(),
-        src.key.clone(),
-        src.size,
-    );
-    let (h, failed) = (hasher.clone(), read_error.clone());
-    let body = source.then(move |chunk| {
-        let (limits, counters, key, h, failed) = (
-            limits.clone(),
-            counters.clone(),
-            key.clone(),
-            h.clone(),
-            failed.clone(),
-        );
-        async move {
-            match chunk {
-                Ok(c) => {
-                    let n = c.len() as u64;
-                    let so_far = {
-                        let mut h = h.lock().expect("hasher lock");
-                        h.update(&c);
-                        h.bytes_so_far()
-                    };
-                    if so_far > size {
-                        let e = CopyError::Mismatch(
-                            "the source returned more bytes than the listing promised".into(),
-                        );
-                        *failed.lock().expect("error slot") = Some(e);
-                        return Err(std::io::Error::other("source too long"));
-                    }
-                    limits.take_bytes(n).await;
-                    counters.read_bytes.fetch_add(n, Relaxed);
-                    copy::add_in_flight(&counters, &key, n);
-                    Ok(c)
-                }
-                Err(e) => {
-                    *failed.lock().expect("error slot") = Some(e);
-                    Err(std::io::Error::other("reading the source failed"))
-                }
-            }
-        }
-    });
+    let body = paced_body(ctx, src, source, hasher.clone(), read_error.clone());
 
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
     let client = CLIENT.get_or_init(|| {
@@ -196,7 +140,7 @@ pub(super) async fn copy(
             } else {
                 "the connection broke"
             };
-            return Err(copy::s3_answer_error(what, msg.into(), None));
+            return Err(s3_answer_error(what, msg.into(), None));
         }
     };
     let status = resp.status().as_u16();
@@ -214,36 +158,11 @@ pub(super) async fn copy(
     if !(200..300).contains(&status) {
         // Classified like every store answer: a refused Content-MD5 (the bytes are not the
         // source's) is an integrity error, tried again; a 412 means the source changed.
-        let code = super::server_side::xml_field(&text, "Code").unwrap_or_default();
+        let code = crate::store::presign::xml_field(&text, "Code").unwrap_or_default();
         return Err(refused(what, status, &code));
     }
     ctx.counters.written_bytes.fetch_add(src.size, Relaxed);
-    let d = {
-        let h = hasher.lock().expect("hasher lock").clone();
-        let d = h.finish();
-        Digests {
-            md5: Some(md5),
-            ..d
-        }
-    };
-    if d.bytes != src.size {
-        let _ = ctx.dst.inner.delete(&path).await;
-        return Err(CopyError::Mismatch(format!(
-            "the source returned {} bytes, the listing promised {}",
-            d.bytes, src.size
-        )));
-    }
-    let write = if !answer.s3_etag_can_be_md5() {
-        // SSE-KMS / SSE-C: the ETag is no MD5, and the Content-MD5 the store checked stands.
-        WriteCheck::DestContentMd5
-    } else if etag.as_deref().and_then(checksum::etag_md5) == Some(md5) {
-        WriteCheck::DestMd5
-    } else {
-        let _ = ctx.dst.inner.delete(&path).await;
-        return Err(CopyError::Mismatch(
-            "the destination's ETag after one streamed PUT is not the source's MD5".into(),
-        ));
-    };
+    let (d, write) = prove(ctx, src, &path, md5, &hasher, &answer, etag.as_deref()).await?;
     Ok(Some(Outcome {
         digests: d,
         dst_etag: etag,
@@ -256,10 +175,140 @@ pub(super) async fn copy(
     }))
 }
 
+/// The presigned URL of one streamed PUT to `path`, with the headers bound to its signature
+/// (the source's metadata and tags, as `metadata` gives them).
+async fn signed_put(
+    ctx: &Ctx,
+    src: &Entry,
+    path: &object_store::path::Path,
+    meta: Option<&ObjectMeta>,
+    what: &'static str,
+) -> Result<(url::Url, HeaderMap), CopyError> {
+    let mut headers = HeaderMap::new();
+    crate::store::presign::add_metadata(&mut headers, &metadata(ctx, src, None, meta));
+    let tags = super::fidelity::source_tags(ctx, src, meta).await?;
+    if !tags.is_empty()
+        && let Ok(v) = object_store::signer::HeaderValue::from_str(tags.encoded())
+    {
+        headers.insert(
+            object_store::signer::HeaderName::from_static("x-amz-tagging"),
+            v,
+        );
+    }
+    let mut opts = SignedUrlOptions::default();
+    for (k, v) in &headers {
+        opts = opts.with_signed_header(k.clone(), v.clone());
+    }
+    let s3 = ctx.dst.as_s3().expect("checked in applies");
+    let url = s3
+        .signed_url_opts(Method::PUT, path, Duration::from_secs(3600), &opts)
+        .await
+        .map_err(|e| CopyError::Store { what, source: e })?;
+    Ok((url, headers))
+}
+
+/// The PUT's body: the pinned GET's stream, paced by `--bwlimit`, hashed into `hasher` (CRC64)
+/// and counted; a read error is kept in `read_error`, so that it is reported as itself.
+fn paced_body<S>(
+    ctx: &Ctx,
+    src: &Entry,
+    source: S,
+    hasher: Arc<Mutex<Hasher>>,
+    read_error: Arc<Mutex<Option<CopyError>>>,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + use<S>
+where
+    S: futures::Stream<Item = Result<bytes::Bytes, CopyError>> + Send + 'static,
+{
+    let (limits, counters, key, size) = (
+        ctx.limits.clone(),
+        ctx.counters.clone(),
+        src.key.clone(),
+        src.size,
+    );
+    let (h, failed) = (hasher, read_error);
+    source.then(move |chunk| {
+        let (limits, counters, key, h, failed) = (
+            limits.clone(),
+            counters.clone(),
+            key.clone(),
+            h.clone(),
+            failed.clone(),
+        );
+        async move {
+            match chunk {
+                Ok(c) => {
+                    let n = c.len() as u64;
+                    let so_far = {
+                        let mut h = h.lock().expect("hasher lock");
+                        h.update(&c);
+                        h.bytes_so_far()
+                    };
+                    if so_far > size {
+                        let e = CopyError::Mismatch(
+                            "the source returned more bytes than the listing promised".into(),
+                        );
+                        *failed.lock().expect("error slot") = Some(e);
+                        return Err(std::io::Error::other("source too long"));
+                    }
+                    limits.take_bytes(n).await;
+                    counters.read_bytes.fetch_add(n, Relaxed);
+                    add_in_flight(&counters, &key, n);
+                    Ok(c)
+                }
+                Err(e) => {
+                    *failed.lock().expect("error slot") = Some(e);
+                    Err(std::io::Error::other("reading the source failed"))
+                }
+            }
+        }
+    })
+}
+
+/// The streamed PUT's proof: every listed byte was read (CRC64 and count from `hasher`), and the
+/// destination's ETag is the source's MD5 (or, for SSE-KMS / SSE-C, the Content-MD5 the store
+/// checked stands). A wrong object is deleted.
+async fn prove(
+    ctx: &Ctx,
+    src: &Entry,
+    path: &object_store::path::Path,
+    md5: [u8; 16],
+    hasher: &Mutex<Hasher>,
+    answer: &DigestHeaders,
+    etag: Option<&str>,
+) -> Result<(Digests, WriteCheck), CopyError> {
+    let d = {
+        let h = hasher.lock().expect("hasher lock").clone();
+        let d = h.finish();
+        Digests {
+            md5: Some(md5),
+            ..d
+        }
+    };
+    if d.bytes != src.size {
+        let _ = ctx.dst.inner.delete(path).await;
+        return Err(CopyError::Mismatch(format!(
+            "the source returned {} bytes, the listing promised {}",
+            d.bytes, src.size
+        )));
+    }
+    let write = if !answer.s3_etag_can_be_md5() {
+        // SSE-KMS / SSE-C: the ETag is no MD5, and the Content-MD5 the store checked stands.
+        WriteCheck::DestContentMd5
+    } else if etag.and_then(checksum::etag_md5) == Some(md5) {
+        WriteCheck::DestMd5
+    } else {
+        let _ = ctx.dst.inner.delete(path).await;
+        return Err(CopyError::Mismatch(
+            "the destination's ETag after one streamed PUT is not the source's MD5".into(),
+        ));
+    };
+    Ok((d, write))
+}
+
 /// A PUT's error answer as a copy error, classified like every store answer (the code in the
 /// form the store's body has it, which is what the classification reads).
 fn refused(what: &'static str, status: u16, code: &str) -> CopyError {
-    copy::store_err(what)(copy::s3_answer(
+    store_err(what)(s3_answer(
         format!("the store answered {status}: <Code>{code}</Code>"),
         Some(status),
     ))
