@@ -136,7 +136,6 @@ impl<'a> Visit<'a> for Fns {
 }
 
 #[test]
-#[ignore = "issue 27 in progress: run with --ignored to see what is left"]
 fn no_function_is_longer_than_the_limit() {
     let mut over = Vec::new();
     let mut lengths = Vec::new();
@@ -176,7 +175,6 @@ fn no_function_is_longer_than_the_limit() {
 }
 
 #[test]
-#[ignore = "issue 27 in progress: run with --ignored to see what is left"]
 fn no_file_is_longer_than_the_limit_and_the_command_line_layer_stays_thin() {
     let files = load();
     let mut over = Vec::new();
@@ -212,7 +210,6 @@ fn no_file_is_longer_than_the_limit_and_the_command_line_layer_stays_thin() {
 }
 
 #[test]
-#[ignore = "issue 27 in progress: run with --ignored to see what is left"]
 fn the_command_line_layer_runs_no_job_itself() {
     // What only the job layer does: block on the runtime, open stores, the journal and the lock,
     // refine what a store is trusted with.
@@ -451,7 +448,6 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 }
 
 #[test]
-#[ignore = "issue 27 in progress: run with --ignored to see what is left"]
 fn no_circle_of_module_references_beyond_the_known_ones() {
     let graph = module_graph();
     let found = circles(&graph);
@@ -478,7 +474,6 @@ fn no_circle_of_module_references_beyond_the_known_ones() {
 }
 
 #[test]
-#[ignore = "issue 27 in progress: run with --ignored to see what is left"]
 fn nothing_below_the_command_line_layer_refers_to_it() {
     let graph = module_graph();
     let mut up = Vec::new();
