@@ -8,6 +8,7 @@
 mod args;
 mod copy_cmd;
 mod docs_cmd;
+mod drain_cmd;
 mod engine;
 pub use moverctl::exit;
 pub use moverctl::json;
@@ -87,6 +88,10 @@ pub enum Command {
     /// (--delete, --max-delete, minimum storage durations), one run at a time, a one-line
     /// summary, --json and a Prometheus --metrics-file, each run priced.
     Sync(Box<args::SyncArgs>),
+    /// Copy complete checkpoints from a fast tier to durable storage, newest first, each with a
+    /// durability receipt (beside it and at the destination) once every file is verified; one
+    /// pass for cron, or --every DURATION.
+    Drain(Box<drain_cmd::DrainArgs>),
     /// Progress of a plan or copy from its journal (no store is contacted); of a sharded plan,
     /// every shard's record read from its progress location on the store.
     Status(status_cmd::StatusArgs),
@@ -180,6 +185,10 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Sync(args) => {
             let remotes = load_remotes()?;
             sync_cmd::run_sync(&catalog, &remotes, *args)
+        }
+        Command::Drain(args) => {
+            let remotes = load_remotes()?;
+            drain_cmd::run_drain(&catalog, &remotes, *args)
         }
         Command::Exec(args) => {
             let remotes = load_remotes()?;

@@ -6,6 +6,7 @@
 //! - [`trust`]: what a store is trusted to check and report, refined by the catalog and by a
 //!   saved probe (the one place; a library caller gets the same answers as the binary);
 //! - [`copy`] and [`sync`]: the copy/exec and sync jobs on a session;
+//! - [`drain`]: complete checkpoints copied to durable storage, each with a durability receipt;
 //! - [`shard`]: one move split across machines — the split, shard ids, where progress records
 //!   live, a shard's typed state and its share of the plan's cost;
 //! - [`pricing`]: a finished run priced and set against its plan;
@@ -15,6 +16,7 @@
 //! Progress and notes go up through an observer ([`Observer`]) the caller supplies.
 
 pub mod copy;
+pub mod drain;
 mod error;
 pub mod inspect;
 pub mod plan;

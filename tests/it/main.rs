@@ -5,6 +5,7 @@ mod checksum_path;
 mod cli;
 mod copy;
 mod creds;
+mod drain;
 mod encrypted_source;
 mod faults;
 mod fidelity;

@@ -1,0 +1,117 @@
+//! `moverctl drain CKPT_DIR DST`: complete checkpoints copied to durable storage, newest first,
+//! each with a durability receipt ([`moverctl::job::drain`]); one pass (for cron) or a pass every
+//! `--every` until Ctrl-C.
+
+use super::CliError;
+use super::args::EngineArgs;
+use super::engine::{resolve, usage};
+use super::exit::Exit;
+use clap::Args;
+use moverctl::catalog::Catalog;
+use moverctl::job::drain::{Complete, DrainJob, DrainPass, Fate};
+use moverctl::store::config::Remotes;
+use moverctl::units::fmt_bytes;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    /// The folder the trainer writes checkpoints into: each folder directly under it is one
+    /// checkpoint.
+    pub dir: PathBuf,
+    /// Where checkpoints go (each to DST/NAME): s3://…, gs://…, az://…, a path, or REMOTE:….
+    pub dst: String,
+    /// When a checkpoint is complete: dcp (PyTorch DCP's .metadata exists, the default),
+    /// quiet=DURATION (no file changed for that long), or a marker file's name or glob
+    /// ('COMPLETE', '*.done') at the checkpoint's top level.
+    #[arg(long, default_value = "dcp", value_name = "RULE")]
+    pub complete_when: String,
+    /// Keep draining: a pass every DURATION (30s, 5m) until Ctrl-C. Without it, one pass.
+    #[arg(long, value_name = "DURATION")]
+    pub every: Option<String>,
+    /// Run this shell command after each receipt is written, with MOVERCTL_CHECKPOINT,
+    /// MOVERCTL_RECEIPT (the receipt beside the checkpoint) and MOVERCTL_DESTINATION set.
+    #[arg(long, value_name = "CMD")]
+    pub on_durable: Option<String>,
+    /// Print only problems.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// Notes from the drain (a checkpoint drained again, a hook that failed), on stderr.
+struct Notes;
+
+impl moverctl::job::Observer for Notes {
+    fn note(&self, message: &str) {
+        eprintln!("moverctl: {message}");
+    }
+}
+
+pub fn run_drain(catalog: &Catalog, remotes: &Remotes, args: DrainArgs) -> Result<Exit, CliError> {
+    let complete = Complete::parse(&args.complete_when).map_err(usage)?;
+    if args.engine.journal.is_some() || args.engine.json || args.engine.dry_run {
+        return Err(usage(
+            "drain keeps one journal per checkpoint and has no --json or --dry-run yet: leave out --journal, --json and --dry-run",
+        ));
+    }
+    let every = match args.every.as_deref() {
+        Some(v) => Some(
+            humantime::parse_duration(v)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    usage(format!("--every {v:?}: give a duration above 0 (30s, 5m)"))
+                })?,
+        ),
+        None => None,
+    };
+    if !args.dir.is_dir() {
+        return Err(usage(format!(
+            "{} is not a folder of checkpoints",
+            args.dir.display()
+        )));
+    }
+    let dir = args.dir.to_string_lossy().into_owned();
+    let (src, dst) = moverctl::job::trust::open_pair(catalog, &dir, &args.dst, remotes)?;
+    let r = resolve(&args.engine, catalog, &src, &dst, None)?;
+    let job = DrainJob {
+        dir: args.dir.clone(),
+        dst: args.dst.clone(),
+        complete,
+        opts: r.opts,
+        limits: r.limits,
+        on_durable: args.on_durable.clone(),
+    };
+    loop {
+        let pass = moverctl::job::drain::pass(catalog, remotes, &job, &Notes)?;
+        show(&pass, args.quiet);
+        match every {
+            None => return Ok(pass.exit()),
+            Some(d) => std::thread::sleep(d),
+        }
+    }
+}
+
+fn show(pass: &DrainPass, quiet: bool) {
+    for (name, fate) in &pass.checkpoints {
+        match fate {
+            Fate::Durable(r) if !quiet => println!(
+                "durable     {name}: {} files, {}, {:.1} s from its last write to durable",
+                r.objects,
+                fmt_bytes(r.bytes),
+                r.seconds_to_durable
+            ),
+            Fate::Unchanged if !quiet => println!("unchanged   {name} (its receipt describes it)"),
+            Fate::Incomplete(why) if !quiet => println!("incomplete  {name}: {why}"),
+            Fate::Changed => eprintln!(
+                "moverctl: checkpoint {name} changed while it was copied: no receipt yet; the next pass drains it again"
+            ),
+            Fate::Failed(exit, what) => eprintln!(
+                "moverctl: checkpoint {name} is not durable (exit {}): {what}",
+                *exit as u8
+            ),
+            _ => {}
+        }
+    }
+}
