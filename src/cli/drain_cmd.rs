@@ -8,6 +8,7 @@ use super::engine::{resolve, usage};
 use super::exit::Exit;
 use clap::Args;
 use moverctl::catalog::Catalog;
+use moverctl::job::drain::prune::Pruned;
 use moverctl::job::drain::{Complete, DrainJob, DrainPass, Fate};
 use moverctl::store::config::Remotes;
 use moverctl::units::fmt_bytes;
@@ -32,6 +33,10 @@ pub struct DrainArgs {
     /// MOVERCTL_RECEIPT (the receipt beside the checkpoint) and MOVERCTL_DESTINATION set.
     #[arg(long, value_name = "CMD")]
     pub on_durable: Option<String>,
+    /// Keep the newest N checkpoints on the fast tier and remove older ones, each only when its
+    /// receipt still describes it and the destination holds the same receipt.
+    #[arg(long, value_name = "N")]
+    pub keep_local: Option<usize>,
     /// Print only problems.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -82,6 +87,7 @@ pub fn run_drain(catalog: &Catalog, remotes: &Remotes, args: DrainArgs) -> Resul
         opts: r.opts,
         limits: r.limits,
         on_durable: args.on_durable.clone(),
+        keep_local: args.keep_local,
     };
     loop {
         let pass = moverctl::job::drain::pass(catalog, remotes, &job, &Notes)?;
@@ -111,6 +117,18 @@ fn show(pass: &DrainPass, quiet: bool) {
                 "moverctl: checkpoint {name} is not durable (exit {}): {what}",
                 *exit as u8
             ),
+            _ => {}
+        }
+    }
+    for (name, p) in &pass.pruned {
+        match p {
+            Pruned::Removed(bytes) if !quiet => {
+                println!(
+                    "pruned      {name}: {} freed (durable at the destination)",
+                    fmt_bytes(*bytes)
+                )
+            }
+            Pruned::Kept(why) if !quiet => println!("kept        {name}: {why}"),
             _ => {}
         }
     }

@@ -17,6 +17,8 @@
 //! is drained again and gets a new receipt; one that changed while it was being copied gets none
 //! until a pass finds it still.
 
+pub mod prune;
+
 use super::copy::CopyJob;
 use super::{JobError, Observer};
 use crate::catalog::Catalog;
@@ -253,6 +255,9 @@ pub struct DrainJob {
     /// Run with `sh -c` after each receipt, with MOVERCTL_CHECKPOINT, MOVERCTL_RECEIPT and
     /// MOVERCTL_DESTINATION set.
     pub on_durable: Option<String>,
+    /// Keep this many newest checkpoints on the fast tier and prune older durable ones
+    /// ([`prune`]); None keeps every one.
+    pub keep_local: Option<usize>,
 }
 
 /// What happened to one checkpoint in a pass.
@@ -274,6 +279,8 @@ pub enum Fate {
 #[derive(Debug)]
 pub struct DrainPass {
     pub checkpoints: Vec<(String, Fate)>,
+    /// With `keep_local`: each checkpoint beyond the newest N, removed or kept.
+    pub pruned: Vec<(String, prune::Pruned)>,
 }
 
 impl DrainPass {
@@ -323,7 +330,14 @@ pub fn pass(
         };
         out.push((c.name, fate));
     }
-    Ok(DrainPass { checkpoints: out })
+    let pruned = match job.keep_local {
+        Some(keep) => prune::prune(remotes, job, keep, observer)?,
+        None => Vec::new(),
+    };
+    Ok(DrainPass {
+        checkpoints: out,
+        pruned,
+    })
 }
 
 fn drain_one(

@@ -268,3 +268,59 @@ fn a_drain_killed_mid_copy_leaves_no_receipt_and_the_next_pass_finishes() {
         2
     );
 }
+
+#[test]
+fn keep_local_prunes_only_durable_checkpoints_beyond_the_newest() {
+    let work = tempfile::tempdir().unwrap();
+    let (ckpt, dst) = (work.path().join("ckpt"), work.path().join("durable"));
+    let d = dst.to_str().unwrap();
+    for name in ["step-1", "step-2", "step-3"] {
+        dcp(&ckpt, name, 1, true);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // step-0 is old and incomplete (no receipt): never pruned.
+    dcp(&ckpt, "step-0", 1, false);
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for f in std::fs::read_dir(ckpt.join("step-0")).unwrap() {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(f.unwrap().path())
+            .unwrap();
+        f.set_modified(old).unwrap();
+    }
+    let dir = std::fs::File::open(ckpt.join("step-0")).unwrap();
+    dir.set_modified(old).unwrap();
+    let o = drain(&ckpt, d, &["--keep-local", "1"]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("pruned      step-2") && out.contains("pruned      step-1"),
+        "{out}"
+    );
+    assert!(out.contains("kept        step-0: no receipt"), "{out}");
+    assert!(ckpt.join("step-3").exists() && ckpt.join("step-0").exists());
+    assert!(!ckpt.join("step-2").exists() && !ckpt.join("step-2.moverctl-receipt.json").exists());
+    assert!(
+        dst.join("step-2/__0_0.distcp").exists(),
+        "the durable copy stays"
+    );
+    // A receipt the destination does not hold (its copy was lost): the checkpoint is kept.
+    dcp(&ckpt, "step-4", 1, true);
+    let o = drain(&ckpt, d, &[]);
+    assert!(text(&o).contains("durable     step-4"), "{}", text(&o));
+    std::fs::remove_file(dst.join("step-3/.moverctl-receipt.json")).unwrap();
+    let o = drain(&ckpt, d, &["--keep-local", "1"]);
+    let out = text(&o);
+    assert!(
+        out.contains("kept        step-3: the destination's receipt is missing"),
+        "{out}"
+    );
+    assert!(ckpt.join("step-3").exists());
+    // A pass killed mid-prune left a hidden folder and an orphan receipt: both go.
+    std::fs::create_dir_all(ckpt.join(".moverctl-pruning-step-7")).unwrap();
+    write(&ckpt.join("step-7.moverctl-receipt.json"), b"{}");
+    let o = drain(&ckpt, d, &["--keep-local", "5"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!ckpt.join(".moverctl-pruning-step-7").exists());
+    assert!(!ckpt.join("step-7.moverctl-receipt.json").exists());
+}
