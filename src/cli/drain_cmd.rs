@@ -26,9 +26,15 @@ pub struct DrainArgs {
     /// ('COMPLETE', '*.done') at the checkpoint's top level.
     #[arg(long, default_value = "dcp", value_name = "RULE")]
     pub complete_when: String,
-    /// Keep draining: a pass every DURATION (30s, 5m) until Ctrl-C. Without it, one pass.
+    /// Keep draining: a pass every DURATION (30s, 5m) at the latest, until Ctrl-C. Without it
+    /// (and without --watch), one pass.
     #[arg(long, value_name = "DURATION")]
     pub every: Option<String>,
+    /// Keep draining, and start a pass as soon as the file system reports a change under
+    /// CKPT_DIR (inotify; a mount that does not deliver notifications from other nodes, such as
+    /// Lustre, GPFS or NFS, is still polled every --every, default 1m).
+    #[arg(long)]
+    pub watch: bool,
     /// Run this shell command after each receipt is written, with MOVERCTL_CHECKPOINT,
     /// MOVERCTL_RECEIPT (the receipt beside the checkpoint) and MOVERCTL_DESTINATION set.
     #[arg(long, value_name = "CMD")]
@@ -89,14 +95,19 @@ pub fn run_drain(catalog: &Catalog, remotes: &Remotes, args: DrainArgs) -> Resul
         on_durable: args.on_durable.clone(),
         keep_local: args.keep_local,
     };
-    loop {
+    let Some(every) = every.or(args.watch.then_some(std::time::Duration::from_secs(60))) else {
         let pass = moverctl::job::drain::pass(catalog, remotes, &job, &Notes)?;
         show(&pass, args.quiet);
-        match every {
-            None => return Ok(pass.exit()),
-            Some(d) => std::thread::sleep(d),
-        }
-    }
+        return Ok(pass.exit());
+    };
+    let watch = moverctl::job::drain::watch::Watch {
+        every,
+        notify: args.watch,
+    };
+    moverctl::job::drain::watch::run(catalog, remotes, &job, watch, &Notes, |p| {
+        show(p, args.quiet)
+    })?;
+    Ok(Exit::Success)
 }
 
 fn show(pass: &DrainPass, quiet: bool) {

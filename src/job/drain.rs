@@ -18,6 +18,7 @@
 //! until a pass finds it still.
 
 pub mod prune;
+pub mod watch;
 
 use super::copy::CopyJob;
 use super::{JobError, Observer};

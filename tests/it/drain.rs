@@ -324,3 +324,50 @@ fn keep_local_prunes_only_durable_checkpoints_beyond_the_newest() {
     assert!(!ckpt.join(".moverctl-pruning-step-7").exists());
     assert!(!ckpt.join("step-7.moverctl-receipt.json").exists());
 }
+
+/// Waits up to `secs` for `path` to exist.
+fn appears(path: &Path, secs: u64) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < until {
+        if path.exists() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    false
+}
+
+/// A long-running drain picks up a checkpoint written after it started: woken by a file system
+/// notification (with an hour between polls, so polling cannot be what finds it), or by polling
+/// alone (as on a mount that delivers no notifications).
+#[test]
+fn a_running_drain_is_woken_by_notifications_and_by_polling() {
+    for (mode, flags) in [
+        ("notifications", &["--watch", "--every", "1h"][..]),
+        ("polling", &["--every", "1s"][..]),
+    ] {
+        let work = tempfile::tempdir().unwrap();
+        let (ckpt, dst) = (work.path().join("ckpt"), work.path().join("durable"));
+        std::fs::create_dir_all(&ckpt).unwrap();
+        let mut child = moverctl()
+            .arg("drain")
+            .arg(&ckpt)
+            .arg(&dst)
+            .args(flags)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Let the first pass (an empty folder) run, then write a checkpoint, .metadata last.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        dcp(&ckpt, "step-1", 2, true);
+        let found = appears(&ckpt.join("step-1.moverctl-receipt.json"), 20);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(found, "{mode}: no receipt within 20 s");
+        assert_eq!(
+            receipt(&dst.join("step-1/.moverctl-receipt.json")).objects,
+            3,
+            "{mode}"
+        );
+    }
+}
