@@ -26,8 +26,16 @@ fn dcp(dir: &Path, name: &str, shards: usize, complete: bool) {
     }
 }
 
+/// The receipt at `path`, checked against its schema in docs/json.md.
 fn receipt(path: &Path) -> Receipt {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    let text = std::fs::read_to_string(path).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let all = super::json_schema::schemas();
+    assert_eq!(
+        super::json_schema::validate(&v, &all).unwrap_or_else(|e| panic!("{e:?}")),
+        "moverctl.receipt/1"
+    );
+    serde_json::from_value(v).unwrap()
 }
 
 fn drain(ckpt: &Path, dst: &str, extra: &[&str]) -> std::process::Output {
