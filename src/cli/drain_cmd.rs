@@ -61,9 +61,9 @@ impl moverctl::job::Observer for Notes {
 
 pub fn run_drain(catalog: &Catalog, remotes: &Remotes, args: DrainArgs) -> Result<Exit, CliError> {
     let complete = Complete::parse(&args.complete_when).map_err(usage)?;
-    if args.engine.journal.is_some() || args.engine.json || args.engine.dry_run {
+    if args.engine.journal.is_some() || args.engine.dry_run {
         return Err(usage(
-            "drain keeps one journal per checkpoint and has no --json or --dry-run yet: leave out --journal, --json and --dry-run",
+            "drain keeps one journal per checkpoint and has no --dry-run yet: leave out --journal and --dry-run",
         ));
     }
     let every = match args.every.as_deref() {
@@ -97,7 +97,7 @@ pub fn run_drain(catalog: &Catalog, remotes: &Remotes, args: DrainArgs) -> Resul
     };
     let Some(every) = every.or(args.watch.then_some(std::time::Duration::from_secs(60))) else {
         let pass = moverctl::job::drain::pass(catalog, remotes, &job, &Notes)?;
-        show(&pass, args.quiet);
+        show(&pass, args.quiet, args.engine.json);
         return Ok(pass.exit());
     };
     let watch = moverctl::job::drain::watch::Watch {
@@ -105,12 +105,18 @@ pub fn run_drain(catalog: &Catalog, remotes: &Remotes, args: DrainArgs) -> Resul
         notify: args.watch,
     };
     moverctl::job::drain::watch::run(catalog, remotes, &job, watch, &Notes, |p| {
-        show(p, args.quiet)
+        show(p, args.quiet, args.engine.json)
     })?;
     Ok(Exit::Success)
 }
 
-fn show(pass: &DrainPass, quiet: bool) {
+fn show(pass: &DrainPass, quiet: bool, json: bool) {
+    if json {
+        for l in moverctl::json::drain::pass_lines(pass) {
+            println!("{l}");
+        }
+        return;
+    }
     for (name, fate) in &pass.checkpoints {
         match fate {
             Fate::Durable(r) if !quiet => println!(

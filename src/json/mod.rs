@@ -6,6 +6,7 @@
 //! exact to the micro-dollar.
 
 pub mod copy;
+pub mod drain;
 pub mod sync;
 
 use serde_json::Value;
@@ -16,6 +17,7 @@ pub const SYNC: &str = "moverctl.sync/1";
 pub const STATUS: &str = "moverctl.status/1";
 pub const SHARDS_STATUS: &str = "moverctl.shards-status/1";
 pub const PROVIDERS: &str = "moverctl.providers/1";
+pub const DRAIN: &str = "moverctl.drain/1";
 
 /// `v` (an object) with `schema` set.
 pub fn stamp(schema: &str, mut v: Value) -> Value {

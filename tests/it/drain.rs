@@ -379,3 +379,51 @@ fn a_running_drain_is_woken_by_notifications_and_by_polling() {
         );
     }
 }
+
+#[test]
+fn json_lines_are_as_documented() {
+    let work = tempfile::tempdir().unwrap();
+    let (ckpt, dst) = (work.path().join("ckpt"), work.path().join("durable"));
+    // Oldest first: an abandoned one (never complete), two complete, one being written.
+    for (name, complete) in [
+        ("step-0", false),
+        ("step-1", true),
+        ("step-2", true),
+        ("step-3", false),
+    ] {
+        dcp(&ckpt, name, 1, complete);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let all = super::json_schema::schemas();
+    let mut seen = std::collections::BTreeSet::new();
+    for checkpoints in [4, 3] {
+        let o = drain(
+            &ckpt,
+            dst.to_str().unwrap(),
+            &["--json", "--keep-local", "2"],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        let stdout = String::from_utf8(o.stdout).unwrap();
+        for l in stdout.lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let id = super::json_schema::validate(&v, &all).unwrap_or_else(|e| panic!("{e:?}"));
+            seen.insert(id);
+        }
+        let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        let got = (last["event"].as_str(), last["checkpoints"].as_u64());
+        assert_eq!(got, (Some("summary"), Some(checkpoints)), "{stdout}");
+    }
+    for id in [
+        "durable",
+        "unchanged",
+        "incomplete",
+        "pruned",
+        "kept",
+        "summary",
+    ] {
+        assert!(
+            seen.contains(&format!("moverctl.drain/1#{id}")),
+            "{id}: {seen:?}"
+        );
+    }
+}
