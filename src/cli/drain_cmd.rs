@@ -8,10 +8,8 @@ use super::engine::{resolve, usage};
 use super::exit::Exit;
 use clap::Args;
 use moverctl::catalog::Catalog;
-use moverctl::job::drain::prune::Pruned;
-use moverctl::job::drain::{Complete, DrainJob, DrainPass, Fate};
+use moverctl::job::drain::{Complete, DrainJob, DrainPass};
 use moverctl::store::config::Remotes;
-use moverctl::units::fmt_bytes;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -117,36 +115,11 @@ fn show(pass: &DrainPass, quiet: bool, json: bool) {
         }
         return;
     }
-    for (name, fate) in &pass.checkpoints {
-        match fate {
-            Fate::Durable(r) if !quiet => println!(
-                "durable     {name}: {} files, {}, {:.1} s from its last write to durable",
-                r.objects,
-                fmt_bytes(r.bytes),
-                r.seconds_to_durable
-            ),
-            Fate::Unchanged if !quiet => println!("unchanged   {name} (its receipt describes it)"),
-            Fate::Incomplete(why) if !quiet => println!("incomplete  {name}: {why}"),
-            Fate::Changed => eprintln!(
-                "moverctl: checkpoint {name} changed while it was copied: no receipt yet; the next pass drains it again"
-            ),
-            Fate::Failed(exit, what) => eprintln!(
-                "moverctl: checkpoint {name} is not durable (exit {}): {what}",
-                *exit as u8
-            ),
-            _ => {}
-        }
-    }
-    for (name, p) in &pass.pruned {
-        match p {
-            Pruned::Removed(bytes) if !quiet => {
-                println!(
-                    "pruned      {name}: {} freed (durable at the destination)",
-                    fmt_bytes(*bytes)
-                )
-            }
-            Pruned::Kept(why) if !quiet => println!("kept        {name}: {why}"),
-            _ => {}
+    for l in moverctl::summary::drain::pass_lines(pass) {
+        match l.problem {
+            true => eprintln!("moverctl: {}", l.text),
+            false if !quiet => println!("{}", l.text),
+            false => {}
         }
     }
 }

@@ -5,4 +5,5 @@
 //! moverctl gets the same words.
 
 pub mod copy;
+pub mod drain;
 pub mod sync;
