@@ -7,6 +7,7 @@
 
 pub mod copy;
 pub mod drain;
+pub mod providers;
 pub mod sync;
 
 use serde_json::Value;

@@ -6,4 +6,5 @@
 
 pub mod copy;
 pub mod drain;
+pub mod providers;
 pub mod sync;
