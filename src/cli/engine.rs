@@ -266,6 +266,7 @@ pub(super) fn resolve(
             server_side: !e.no_server_side,
             stream_single_put: !e.no_streamed_put,
             metadata: metadata_policy(e)?,
+            journal_proof_only: false,
         },
         limits,
         journal_path,

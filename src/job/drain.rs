@@ -353,8 +353,11 @@ fn drain_one(
     let (src, dst) = super::trust::open_pair(catalog, &src_loc, &dst_loc, remotes)?;
     let journal_path = crate::journal::path_for(&crate::journal::state_dir(), &src, &dst);
     let (src_shown, dst_shown) = (src.shown(), dst.shown());
+    let mut opts = job.opts.clone();
+    // The receipt is built from the journal alone (see `receipt_of`).
+    opts.journal_proof_only = true;
     let copy = CopyJob {
-        opts: job.opts.clone(),
+        opts,
         limits: job.limits.clone(),
         journal_path: journal_path.clone(),
         plan: None,
@@ -428,6 +431,36 @@ fn receipt_of(
     }))
 }
 
+/// Tries at writing the receipt at the destination before giving up.
+const RECEIPT_TRIES: usize = 3;
+
+/// Writes `bytes` at `path` and reads them back: a receipt is small, and one the store holds
+/// altered (a flipped byte on the way) would be a receipt that lies. Tried [`RECEIPT_TRIES`]
+/// times; a copy that never reads back right is deleted, so no wrong receipt is left behind.
+async fn put_read_back(
+    store: &Store,
+    path: &object_store::path::Path,
+    bytes: &[u8],
+) -> Result<(), String> {
+    use object_store::ObjectStoreExt;
+    for _ in 0..RECEIPT_TRIES {
+        let payload = object_store::PutPayload::from(bytes.to_vec());
+        store
+            .inner
+            .put(path, payload)
+            .await
+            .map_err(|e| e.to_string())?;
+        let held = store.inner.get(path).await.map_err(|e| e.to_string())?;
+        if held.bytes().await.map_err(|e| e.to_string())? == bytes {
+            return Ok(());
+        }
+    }
+    let _ = store.inner.delete(path).await;
+    Err(format!(
+        "it read back different from what was written, {RECEIPT_TRIES} times (the store or the network alters data); no receipt was left there"
+    ))
+}
+
 /// The receipt at the destination first, then beside the checkpoint (atomically).
 fn write_receipt(
     remotes: &Remotes,
@@ -442,16 +475,7 @@ fn write_receipt(
         .path_of(RECEIPT_AT_DESTINATION)
         .map_err(|e| JobError::Failure(format!("{dst_loc}: {e}")))?;
     super::runtime()?
-        .block_on(async {
-            use object_store::ObjectStoreExt;
-            store
-                .inner
-                .put(
-                    &path,
-                    object_store::PutPayload::from(text.clone().into_bytes()),
-                )
-                .await
-        })
+        .block_on(put_read_back(&store, &path, text.as_bytes()))
         .map_err(|e| {
             JobError::Failure(format!("writing the receipt at {dst_loc}: {e}"))
                 .naming_credentials(&hint)

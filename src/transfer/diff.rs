@@ -213,7 +213,7 @@ fn plain_md5(e: &Option<String>) -> Option<[u8; 16]> {
 /// | 5 | yes, same size | the same, and they differ | copy (`md5 differs`) |
 /// | 6 | yes, same size | journal: failed | copy (`failed earlier`) |
 /// | 7 | yes, same size | journal: still copying | copy (`unfinished earlier`) |
-/// | 8 | yes, same size | anything else | [`Decision::Check`]: the engine HEADs the destination and skips if its moverctl metadata names the same source ETag and size (`same source version`), else copies (`unproven`) |
+/// | 8 | yes, same size | anything else | [`Decision::Check`]: the engine HEADs the destination and skips if its moverctl metadata names the same source ETag and size (`same source version`), else copies (`unproven`); a run that takes only its journal as proof (`CopyOptions::journal_proof_only`, drain) copies at once |
 ///
 /// ETags are compared normalised (quotes, `W/` and case ignored). The digest (rows 4–5) wins
 /// over an earlier failure (rows 6–7) when both sides have one: an MD5 ETag is computed by the

@@ -136,6 +136,13 @@ pub struct CopyOptions {
     pub stream_single_put: bool,
     /// `--metadata-set` / `--no-metadata` ([`fidelity`]).
     pub metadata: fidelity::MetadataPolicy,
+    /// Only this run's journal proves an object copied: a destination object of the source's
+    /// size that the journal does not hold as verified is copied again, never skipped because its
+    /// moverctl metadata names the same source version (decision row 8). `drain` sets it, since a
+    /// durability receipt lists only what its journal verified; a kill between an upload and its
+    /// journal row then costs one more upload of that file, not a receipt that can never be
+    /// written.
+    pub journal_proof_only: bool,
 }
 
 impl CopyOptions {
@@ -166,6 +173,7 @@ impl CopyOptions {
             server_side: true,
             stream_single_put: true,
             metadata: Default::default(),
+            journal_proof_only: false,
         }
     }
 }

@@ -301,6 +301,7 @@ impl<'a> Pool<'a> {
             {
                 Decision::Skip("same size")
             }
+            Decision::Check if opts.journal_proof_only => Decision::Copy("unproven"),
             d => d,
         };
         let report = &mut self.report;

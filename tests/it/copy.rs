@@ -66,6 +66,7 @@ pub fn options() -> CopyOptions {
         server_side: false,
         stream_single_put: false,
         metadata: Default::default(),
+        journal_proof_only: false,
     }
 }
 
