@@ -91,9 +91,9 @@ want_bytes=$((N * (SIZE_MIB << 20) + $(stat -c %s "$ckpt/.metadata")))
 
 floor_put() { # dst-prefix: N parallel single PUTs with curl's SigV4, then .metadata
   local pids=() f
-  for f in "$ckpt"/*; do
+  for f in "$ckpt"/* "$ckpt"/.metadata; do
     curl --noproxy '*' -sf --aws-sigv4 "aws:amz:garage:s3" --user "$BENCH_S3_KEY_ID:$BENCH_S3_SECRET" \
-      -T "$f" "$ENDPOINT/moverctl-b/$1/$(basename "$f")" -o /dev/null &
+      -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -T "$f" "$ENDPOINT/moverctl-b/$1/$(basename "$f")" -o /dev/null &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
@@ -102,7 +102,8 @@ export -f floor_put
 export ckpt ENDPOINT
 
 run_ttd() { # tool round
-  local tool=$1 round=$2 dst="ttd/r$round/$tool" cmd check
+  local tool=$1 round=$2
+  local dst="ttd/r$round/$tool" cmd check
   case $tool in
     drain)
       rm -f "$ckpt_root"/step-1.moverctl-receipt.json
