@@ -80,12 +80,18 @@ pub fn run_stage(catalog: &Catalog, remotes: &Remotes, args: StageArgs) -> Resul
     );
     let pair = stage::open(catalog, src, &dir, remotes)?;
     if args.evict {
-        let o = stage::evict::evict(&pair.src, &dir, node)?;
+        let mut kept = |key: &str, k: &stage::evict::Kept| match json {
+            true => println!("{}", moverctl::json::stage::kept_line(key, k)),
+            false => show(
+                vec![moverctl::summary::stage::kept_line(key, k)],
+                args.quiet,
+                json,
+            ),
+        };
+        let o = stage::evict::evict(&pair.src, &dir, node, &mut kept)?;
         show(moverctl::summary::stage::evict_lines(&o), args.quiet, json);
         if json {
-            moverctl::json::stage::evict_lines(&o)
-                .iter()
-                .for_each(|l| println!("{l}"));
+            println!("{}", moverctl::json::stage::evict_line(&o));
         }
         return Ok(o.exit());
     }

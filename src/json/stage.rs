@@ -2,7 +2,7 @@
 //! `not_ready`), an evict's line per kept file then its summary (`evicted`), a wait's one
 //! document (`ready` or `timeout`).
 
-use crate::job::stage::evict::EvictOutcome;
+use crate::job::stage::evict::{EvictOutcome, Kept};
 use crate::job::stage::ready::Ready;
 use crate::job::stage::{NodeShare, StageOutcome};
 use serde_json::{Value, json};
@@ -42,28 +42,26 @@ pub fn stage_line(o: &StageOutcome) -> String {
     }))
 }
 
-pub fn evict_lines(o: &EvictOutcome) -> Vec<String> {
-    let mut out: Vec<String> = o
-        .kept
-        .iter()
-        .map(|(key, k)| {
-            line(json!({"event": "kept", "key": key, "reason": k.reason(),
-                "only_copy": k.only_copy()}))
-        })
-        .collect();
-    out.push(line(json!({
+/// A staged file evict kept.
+pub fn kept_line(key: &str, k: &Kept) -> String {
+    line(json!({"event": "kept", "key": key, "reason": k.reason(), "only_copy": k.only_copy()}))
+}
+
+/// The evict's summary.
+pub fn evict_line(o: &EvictOutcome) -> String {
+    line(json!({
         "event": "evicted",
         "fast_dir": o.fast_dir.display().to_string(),
         "removed": o.removed,
         "removed_bytes": o.removed_bytes,
-        "kept": o.kept.len(),
+        "kept": o.kept,
+        "kept_only_copy": o.kept_only_copy,
         "gone": o.gone,
         "others": o.others,
         "folders_removed": o.folders_removed,
         "fast_dir_removed": o.fast_dir_removed,
         "exit_code": o.exit() as u8,
-    })));
-    out
+    }))
 }
 
 pub fn ready_line(r: &Ready) -> String {

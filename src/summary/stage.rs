@@ -1,7 +1,7 @@
 //! `stage` in words: what a stage put on the fast tier and whether it is ready, what an evict
 //! removed and kept, and what a wait found. Lines marked `problem` go to stderr.
 
-use crate::job::stage::evict::EvictOutcome;
+use crate::job::stage::evict::{EvictOutcome, Kept};
 use crate::job::stage::ready::Ready;
 use crate::job::stage::{NodeShare, StageOutcome};
 pub use crate::summary::drain::Line;
@@ -78,40 +78,41 @@ pub fn stage_lines(o: &StageOutcome) -> Vec<Line> {
     out
 }
 
+/// A staged file evict kept: a problem when the fast-tier copy may be the only one left.
+pub fn kept_line(key: &str, k: &Kept) -> Line {
+    let text = format!("kept        {key}: {}", k.reason());
+    match k.only_copy() {
+        true => problem(text),
+        false => info(text),
+    }
+}
+
 pub fn evict_lines(o: &EvictOutcome) -> Vec<Line> {
     let mut out = Vec::new();
-    for (key, k) in &o.kept {
-        let line = format!("kept        {key}: {}", k.reason());
-        out.push(match k.only_copy() {
-            true => problem(line),
-            false => info(line),
-        });
-    }
     if o.others > 0 {
         out.push(info(format!(
-            "kept        {} files moverctl did not stage here ({}{})",
+            "kept        {} other files (not staged by this stage: yours, or another node's share){}",
             o.others,
-            o.others_named.join(", "),
-            if o.others as usize > o.others_named.len() {
-                ", …"
-            } else {
-                ""
+            match o.others_named.is_empty() {
+                true => String::new(),
+                false => format!(
+                    ": {}{}",
+                    o.others_named.join(", "),
+                    if o.others as usize > o.others_named.len() { ", …" } else { "" }
+                ),
             }
         )));
     }
     out.push(info(format!(
-        "evicted {} files ({}) from {}; kept {}; {} already gone; {} empty folders removed{}",
+        "evicted {} files ({}) from {}; kept {} ({} whose original is missing or changed); {} already gone; {} empty folders removed{}",
         o.removed,
         fmt_bytes(o.removed_bytes),
         o.fast_dir.display(),
-        o.kept.len(),
+        o.kept,
+        o.kept_only_copy,
         o.gone,
         o.folders_removed,
-        if o.fast_dir_removed {
-            ", and the folder itself"
-        } else {
-            ""
-        }
+        if o.fast_dir_removed { ", and the folder itself" } else { "" }
     )));
     out
 }

@@ -63,9 +63,11 @@ pub struct EvictOutcome {
     pub removed_bytes: u64,
     /// Listed in the manifest but already gone.
     pub gone: u64,
-    /// Staged files kept, and why.
-    pub kept: Vec<(String, Kept)>,
-    /// Files left in FAST_DIR that no manifest of this share lists (a few named).
+    /// Staged files kept (each told to the caller as it is decided), and of them those whose
+    /// original is missing, changed or unreadable at the source.
+    pub kept: u64,
+    pub kept_only_copy: u64,
+    /// Files left in FAST_DIR that this share's manifest does not list (a few named).
     pub others: u64,
     pub others_named: Vec<String>,
     pub folders_removed: u64,
@@ -74,7 +76,7 @@ pub struct EvictOutcome {
 
 impl EvictOutcome {
     pub fn exit(&self) -> Exit {
-        match self.kept.iter().any(|(_, k)| k.only_copy()) {
+        match self.kept_only_copy > 0 {
             true => Exit::Partial,
             false => Exit::Success,
         }
@@ -84,12 +86,16 @@ impl EvictOutcome {
 /// Lines of the manifest read at a time (their HEADs in flight together, up to `HEADS`).
 const CHUNK: usize = 256;
 const HEADS: usize = 32;
+/// Kept keys remembered to leave them out of the others' names.
+const KEPT_NAMED: usize = 10_000;
 
-/// Evicts share `node` (the whole set when None) of `src` staged in `fast_dir`.
+/// Evicts share `node` (the whole set when None) of `src` staged in `fast_dir`; `on_kept` hears
+/// of each staged file kept, and why, as it is decided (memory does not grow with them).
 pub fn evict(
     src: &Store,
     fast_dir: &Path,
     node: Option<ShardId>,
+    on_kept: &mut dyn FnMut(&str, &Kept),
 ) -> Result<EvictOutcome, JobError> {
     let manifest = fast_dir.join(manifest_name(node));
     let file = match std::fs::File::open(&manifest) {
@@ -112,6 +118,8 @@ pub fn evict(
         ..EvictOutcome::default()
     };
     let mut folders = BTreeSet::new();
+    // Kept keys, to leave them out of the others named (bounded: only names depend on it).
+    let mut kept_keys = BTreeSet::new();
     let rt = crate::job::runtime()?;
     let mut lines = std::io::BufReader::new(file).lines();
     loop {
@@ -139,10 +147,16 @@ pub fn evict(
                 .collect(),
         );
         for (f, fate) in fates {
+            if let Fate::Keep(k) = &fate {
+                on_kept(&f.key, k);
+                if kept_keys.len() < KEPT_NAMED {
+                    kept_keys.insert(f.key.clone());
+                }
+            }
             apply(fast_dir, f, fate, &mut out, &mut folders)?;
         }
     }
-    finish(fast_dir, node, folders, &mut out)?;
+    finish(fast_dir, node, folders, &kept_keys, &mut out)?;
     Ok(out)
 }
 
@@ -227,7 +241,10 @@ fn apply(
 ) -> Result<(), JobError> {
     match fate {
         Fate::Gone => out.gone += 1,
-        Fate::Keep(k) => out.kept.push((f.key, k)),
+        Fate::Keep(k) => {
+            out.kept += 1;
+            out.kept_only_copy += u64::from(k.only_copy());
+        }
         Fate::Remove => {
             let path = fast_dir.join(&f.key);
             match std::fs::remove_file(&path) {
@@ -252,6 +269,7 @@ fn finish(
     fast_dir: &Path,
     node: Option<ShardId>,
     folders: BTreeSet<PathBuf>,
+    kept_keys: &BTreeSet<String>,
     out: &mut EvictOutcome,
 ) -> Result<(), JobError> {
     // Deepest first, each folder's parents after it (up to FAST_DIR, not included).
@@ -285,19 +303,20 @@ fn finish(
     ] {
         super::remove_if_there(&p)?;
     }
-    let kept: BTreeSet<&str> = out.kept.iter().map(|(k, _)| k.as_str()).collect();
+    // The kept staged files are all still there: the rest are others'.
     let mut others = (0u64, Vec::new());
-    count_others(fast_dir, fast_dir, &kept, &mut others);
-    (out.others, out.others_named) = others;
+    count_files(fast_dir, fast_dir, kept_keys, &mut others);
+    out.others = others.0.saturating_sub(out.kept);
+    out.others_named = others.1;
     if made_it && std::fs::remove_dir(fast_dir).is_ok() {
         out.fast_dir_removed = true;
     }
     Ok(())
 }
 
-/// Files under `dir` that are neither kept staged files nor moverctl's own (other shares'
-/// markers and manifests): counted, the first ten named.
-fn count_others(root: &Path, dir: &Path, kept: &BTreeSet<&str>, out: &mut (u64, Vec<String>)) {
+/// Files under `dir` that are not moverctl's own (markers and manifests of any share): counted,
+/// the first ten that are not `kept` named.
+fn count_files(root: &Path, dir: &Path, kept: &BTreeSet<String>, out: &mut (u64, Vec<String>)) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -305,7 +324,7 @@ fn count_others(root: &Path, dir: &Path, kept: &BTreeSet<&str>, out: &mut (u64, 
         let p = e.path();
         let Ok(t) = e.file_type() else { continue };
         if t.is_dir() {
-            count_others(root, &p, kept, out);
+            count_files(root, &p, kept, out);
             continue;
         }
         let rel = p.strip_prefix(root).unwrap_or(&p);
@@ -314,11 +333,11 @@ fn count_others(root: &Path, dir: &Path, kept: &BTreeSet<&str>, out: &mut (u64, 
             .map(|c| c.to_string_lossy().into_owned())
             .collect::<Vec<_>>()
             .join("/");
-        if kept.contains(key.as_str()) || key.starts_with(".moverctl-staged") {
+        if key.starts_with(".moverctl-staged") {
             continue;
         }
         out.0 += 1;
-        if out.1.len() < 10 {
+        if out.1.len() < 10 && !kept.contains(&key) {
             out.1.push(key);
         }
     }
