@@ -25,6 +25,10 @@ pub struct StageArgs {
     /// --shards`; every node computes the same split), or `auto` (SLURM_NODEID/SLURM_NNODES).
     #[arg(long, value_name = "K/N")]
     pub node: Option<String>,
+    /// With --node: take the shares from this plan's split (`plan --shards N --save`) instead
+    /// of listing the whole source on every node.
+    #[arg(long, value_name = "PLAN", requires = "node")]
+    pub plan: Option<PathBuf>,
     /// At job end: remove the files this stage put in FAST_DIR that are unchanged there and
     /// whose original the source still holds (same size and ETag); keep and name the others.
     #[arg(long, conflicts_with = "wait_ready")]
@@ -96,12 +100,24 @@ pub fn run_stage(catalog: &Catalog, remotes: &Remotes, args: StageArgs) -> Resul
         return Ok(o.exit());
     }
     let r = resolve(&args.engine, catalog, &pair.src, &pair.dst, None)?;
-    let job = stage::StageJob {
-        opts: r.opts,
-        limits: r.limits,
-        journal: args.engine.journal.clone(),
-        node,
-    };
+    let job =
+        stage::StageJob {
+            opts: r.opts,
+            limits: r.limits,
+            journal: args.engine.journal.clone(),
+            node,
+            plan_shards: match &args.plan {
+                Some(p) => Some(moverctl::plan::file::PlanFile::load(p)?.shards.ok_or_else(
+                    || {
+                        usage(format!(
+                            "{} has no shards: make it with plan … --shards N",
+                            p.display()
+                        ))
+                    },
+                )?),
+                None => None,
+            },
+        };
     let o = stage::run(catalog, pair, job, &Notes)?;
     show(moverctl::summary::stage::stage_lines(&o), args.quiet, json);
     if json {

@@ -8,7 +8,9 @@
 //! Every node lists the same source and computes the same boundaries, so the N shares are
 //! disjoint and together cover every key; the boundaries' digest (`split`) is written in each
 //! marker and [`ready`] refuses markers whose splits differ (the source changed between the
-//! nodes' listings). Without `--node` the whole source is staged.
+//! nodes' listings). With `--plan` the shares are the ranges a plan fixed (`plan --shards N`):
+//! no node lists the whole source, and a source that changes cannot move the boundaries.
+//! Without `--node` the whole source is staged.
 //!
 //! **Copy.** Each share is one run of the verified engine ([`super::copy`]) from the source to
 //! FAST_DIR with its own journal and lock (the share is part of the destination's identity), so
@@ -178,6 +180,9 @@ pub struct StageJob {
     /// `--journal`; None: the share's own in the state folder.
     pub journal: Option<PathBuf>,
     pub node: Option<ShardId>,
+    /// `--plan`: the node shares are this plan's ranges (`plan --shards N`), not a split of a
+    /// listing made now.
+    pub plan_shards: Option<crate::plan::file::Shards>,
 }
 
 /// What a stage did.
@@ -234,6 +239,26 @@ fn share_of(src: &Store, node: ShardId) -> Result<NodeShare, JobError> {
     })
 }
 
+/// Share `node.index` of a plan's split (`plan --shards N --save`): ranges fixed when the plan was
+/// made, so no node lists the whole source and every node gets the same boundaries even if the
+/// source changes meanwhile; `split` is the plan's split id.
+fn planned_share(shards: &crate::plan::file::Shards, node: ShardId) -> Result<NodeShare, JobError> {
+    if shards.count != node.count {
+        return Err(JobError::Usage(format!(
+            "--node {node}: the plan splits the source into {} shares, not {}",
+            shards.count, node.count
+        )));
+    }
+    let r = shards.range(node.index);
+    Ok(NodeShare {
+        index: node.index,
+        count: node.count,
+        start: r.start,
+        end: r.end,
+        split: shards.id.clone(),
+    })
+}
+
 fn io_err(path: &Path, e: std::io::Error) -> JobError {
     JobError::Failure(format!("{}: {e}", path.display()))
 }
@@ -287,9 +312,15 @@ pub fn run(
         // From here until the share is whole again, no marker says it is ready.
         remove_if_there(&marker_path)?;
     }
-    let node = match job.node {
-        Some(n) => Some(share_of(&src, n)?),
-        None => None,
+    let node = match (job.node, &job.plan_shards) {
+        (Some(n), Some(p)) => Some(planned_share(p, n)?),
+        (Some(n), None) => Some(share_of(&src, n)?),
+        (None, Some(_)) => {
+            return Err(JobError::Usage(
+                "--plan gives the shares of --node K/N: add --node".into(),
+            ));
+        }
+        (None, None) => None,
     };
     if let Some(n) = &node {
         let range = KeyRange {

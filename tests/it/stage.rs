@@ -427,3 +427,63 @@ fn wait_ready_times_out_then_succeeds_once_the_stage_finishes() {
         text(&o)
     );
 }
+
+/// `--plan`: the shares are the ranges `plan --shards N` fixed, the same ones `exec --shard`
+/// runs; a node count the plan does not have is refused.
+#[test]
+fn node_shares_can_come_from_a_plans_split() {
+    let Some(w) = world("stage-plan", corpus(30)) else {
+        return;
+    };
+    let o = moverctl()
+        .arg("--config")
+        .arg(&w.conf)
+        .args([
+            "plan", "--from", "onprem", "--to", "onprem", "--shards", "3",
+        ])
+        .args([
+            "--src",
+            &w.src,
+            "--dst",
+            "/unused",
+            "--save",
+            "p",
+            "--plans-dir",
+        ])
+        .arg(w.work.path())
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let plan = w.work.path().join("p.toml");
+    let planned = moverctl::plan::file::PlanFile::load(&plan)
+        .unwrap()
+        .shards
+        .unwrap();
+    let mut union = BTreeMap::new();
+    for k in 0..3u32 {
+        let fast = w.dir(&format!("plan-node{k}"));
+        let node = format!("{k}/3");
+        let p = plan.to_str().unwrap();
+        let o = w.stage(&[&w.src, fast.to_str().unwrap(), "--node", &node, "--plan", p]);
+        expect(&o, 0);
+        let m = marker(&fast.join(format!(".moverctl-staged-{k}-of-3.json")));
+        let n = m.node.unwrap();
+        let r = planned.range(k);
+        assert_eq!(
+            (n.start, n.end, n.split),
+            (r.start, r.end, planned.id.clone())
+        );
+        let got = files(&fast);
+        assert_eq!(m.objects as usize, got.len());
+        for key in got.keys() {
+            assert!(!union.contains_key(key), "{key} in two shares");
+        }
+        union.extend(got);
+    }
+    assert_eq!(union, w.objects);
+    let fast = w.dir("plan-wrong");
+    let p = plan.to_str().unwrap();
+    let o = w.stage(&[&w.src, fast.to_str().unwrap(), "--node", "0/2", "--plan", p]);
+    expect(&o, 2);
+    assert!(text(&o).contains("3 shares, not 2"), "{}", text(&o));
+}
