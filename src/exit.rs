@@ -13,7 +13,8 @@ pub enum Exit {
     /// missing source folder, overlapping source and destination, a password in an endpoint);
     /// nothing was done.
     BadInput = 2,
-    /// The command ran to the end, but some objects could not be handled; it says which.
+    /// The command ran to the end, but some objects could not be handled; it says which. Also
+    /// `stage --evict` keeping staged files whose original is missing or changed at the source.
     Partial = 3,
     /// Credentials are missing or refused; the message names the variable or profile needed.
     /// Also a run in which any object failed because a store refused the credentials (it wins
@@ -36,6 +37,8 @@ pub enum Exit {
     /// digest for them, and no read of them could be checked (`unverified`): not journaled as
     /// done, never stamped with a CRC64; `--verify size` accepts them.
     Unverified = 9,
+    /// `stage --wait-ready`: the ready marker(s) did not appear before `--timeout`.
+    NotReady = 10,
     /// Stopped by Ctrl-C (or SIGINT) after the objects in flight finished; run again to resume.
     Interrupted = 130,
 }
@@ -53,7 +56,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         3,
-        "partial: the command finished but some objects could not be handled (listed, copied or verified); each is named",
+        "partial: the command finished but some objects could not be handled (listed, copied or verified); each is named; also stage --evict keeping staged files whose original is missing, changed or unreadable at the source (the fast-tier copy may be the only one left)",
     ),
     (
         4,
@@ -78,6 +81,10 @@ pub const TABLE: &[(u8, &str)] = &[
     (
         9,
         "copy, exec, sync: some objects were written, but their source states no digest for them and no read of them could be checked (labelled unverified, counted in the summary and JSON, each named); they are not journaled as done and carry no moverctl CRC64; --verify size accepts them as checked by size",
+    ),
+    (
+        10,
+        "stage --wait-ready: the ready marker(s) did not appear before --timeout (the stage has not finished, or failed); the message names the missing markers",
     ),
     (
         130,

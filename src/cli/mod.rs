@@ -21,6 +21,7 @@ mod probe_cmd;
 mod progress;
 mod providers_cmd;
 mod shard_cmd;
+mod stage_cmd;
 mod status_cmd;
 mod sync_cmd;
 
@@ -92,6 +93,10 @@ pub enum Command {
     /// durability receipt (beside it and at the destination) once every file is verified; one
     /// pass for cron, or --every DURATION.
     Drain(Box<drain_cmd::DrainArgs>),
+    /// Copy a dataset (or node K's share of it) onto a fast tier with a ready marker a job can
+    /// wait on (--wait-ready); --evict at job end removes only what it staged, only where the
+    /// source still holds the original.
+    Stage(Box<stage_cmd::StageArgs>),
     /// Progress of a plan or copy from its journal (no store is contacted); of a sharded plan,
     /// every shard's record read from its progress location on the store.
     Status(status_cmd::StatusArgs),
@@ -190,6 +195,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
             let remotes = load_remotes()?;
             drain_cmd::run_drain(&catalog, &remotes, *args)
         }
+        Command::Stage(args) => stage_cmd::run_stage(&catalog, &load_remotes()?, *args),
         Command::Exec(args) => {
             let remotes = load_remotes()?;
             copy_cmd::run_exec(&catalog, &remotes, *args)

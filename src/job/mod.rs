@@ -7,6 +7,8 @@
 //!   saved probe (the one place; a library caller gets the same answers as the binary);
 //! - [`copy`] and [`sync`]: the copy/exec and sync jobs on a session;
 //! - [`drain`]: complete checkpoints copied to durable storage, each with a durability receipt;
+//! - [`stage`]: a dataset (or a node's share of it) onto a fast tier with a ready marker, and
+//!   evicted again only where the object store still holds the verified original;
 //! - [`shard`]: one move split across machines — the split, shard ids, where progress records
 //!   live, a shard's typed state and its share of the plan's cost;
 //! - [`pricing`]: a finished run priced and set against its plan;
@@ -23,6 +25,7 @@ pub mod plan;
 pub mod pricing;
 pub mod session;
 pub mod shard;
+pub mod stage;
 pub mod sync;
 pub mod trust;
 

@@ -100,6 +100,26 @@ pub struct PartRecord {
     pub size: u64,
 }
 
+/// An `objects` row selected as `key, size, src_etag, src_mtime, state, crc64, md5, dst_etag,
+/// verified_by, attempts, error, upload_id, part_size`.
+fn record_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<ObjectRecord> {
+    Ok(ObjectRecord {
+        key: r.get(0)?,
+        size: r.get::<_, i64>(1)? as u64,
+        src_etag: r.get(2)?,
+        src_mtime: r.get(3)?,
+        state: State::parse(&r.get::<_, String>(4)?),
+        crc64: r.get(5)?,
+        md5: r.get(6)?,
+        dst_etag: r.get(7)?,
+        verified_by: r.get(8)?,
+        attempts: r.get::<_, i64>(9)? as u32,
+        error: r.get(10)?,
+        upload_id: r.get(11)?,
+        part_size: r.get::<_, Option<i64>>(12)?.map(|v| v as u64),
+    })
+}
+
 pub struct Journal {
     conn: Connection,
     path: PathBuf,
@@ -250,6 +270,28 @@ impl Journal {
         }
     }
 
+    /// Up to `limit` verified records with keys after `after` (all when None), in key order (byte
+    /// order, as listings): a page of them, so a caller walks every verified object in bounded
+    /// memory (`stage` writes its manifest this way).
+    pub fn verified_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ObjectRecord>, JournalError> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT key, size, src_etag, src_mtime, state, crc64, md5, dst_etag, verified_by, attempts, error,
+                        upload_id, part_size FROM objects
+                 WHERE state = 'verified' AND (?1 IS NULL OR key > ?1) ORDER BY key LIMIT ?2",
+            )
+            .map_err(|e| self.db(e))?;
+        let rows = st
+            .query_map(params![after, limit as i64], record_of)
+            .map_err(|e| self.db(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.db(e))
+    }
+
     pub fn get(&self, key: &str) -> Result<Option<ObjectRecord>, JournalError> {
         // Called once per listed key: the statement is prepared once per connection.
         self.conn
@@ -258,23 +300,7 @@ impl Journal {
                         upload_id, part_size FROM objects WHERE key = ?1",
             )
             .map_err(|e| self.db(e))?
-            .query_row([key], |r| {
-                    Ok(ObjectRecord {
-                        key: r.get(0)?,
-                        size: r.get::<_, i64>(1)? as u64,
-                        src_etag: r.get(2)?,
-                        src_mtime: r.get(3)?,
-                        state: State::parse(&r.get::<_, String>(4)?),
-                        crc64: r.get(5)?,
-                        md5: r.get(6)?,
-                        dst_etag: r.get(7)?,
-                        verified_by: r.get(8)?,
-                        attempts: r.get::<_, i64>(9)? as u32,
-                        error: r.get(10)?,
-                        upload_id: r.get(11)?,
-                        part_size: r.get::<_, Option<i64>>(12)?.map(|v| v as u64),
-                    })
-            })
+            .query_row([key], record_of)
             .optional()
             .map_err(|e| self.db(e))
     }

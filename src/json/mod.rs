@@ -8,6 +8,7 @@
 pub mod copy;
 pub mod drain;
 pub mod providers;
+pub mod stage;
 pub mod sync;
 
 use serde_json::Value;
@@ -19,6 +20,7 @@ pub const STATUS: &str = "moverctl.status/1";
 pub const SHARDS_STATUS: &str = "moverctl.shards-status/1";
 pub const PROVIDERS: &str = "moverctl.providers/1";
 pub const DRAIN: &str = "moverctl.drain/1";
+pub const STAGE: &str = "moverctl.stage/1";
 
 /// `v` (an object) with `schema` set.
 pub fn stamp(schema: &str, mut v: Value) -> Value {

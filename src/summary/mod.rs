@@ -7,4 +7,5 @@
 pub mod copy;
 pub mod drain;
 pub mod providers;
+pub mod stage;
 pub mod sync;

@@ -34,6 +34,7 @@ mod resume;
 mod server_side;
 mod shards;
 mod slurm;
+mod stage;
 mod stores;
 mod stream_put;
 mod sync;

@@ -3,6 +3,8 @@
 //! Garage. Every object is copied exactly once (source GETs counted at a proxy), `status` says
 //! done, and a task requeued mid-run (by `scontrol requeue`, or after `scancel` killed its
 //! moverctl) with its local state gone finishes without copying again what it had verified. The Kubernetes manifest is parsed and checked here too.
+//! The tiered pipeline (`examples/tiered/`): a batch script that stages, trains beside a drain and
+//! evicts, run on the same cluster; its Kubernetes manifest checked the same way.
 
 use super::faults::proxy::Proxy;
 use super::{proxy_remote_toml, remotes, remotes_toml, servers, unique};
@@ -471,6 +473,254 @@ fn the_kubernetes_manifest_is_an_indexed_job_without_secrets() {
             );
         }
     }
+}
+
+/// examples/tiered/slurm-tiered.sh on the real Slurm: its first step stages a dataset from Garage
+/// onto the fast tier (a ready marker), the training stand-in reads it and writes DCP checkpoints
+/// beside `drain --watch` (to Garage through a proxy that logs every request), the last step
+/// stops the drain after a final pass and evicts. Afterwards: the data was read whole and is gone
+/// from the fast tier, every complete checkpoint is at the destination byte for byte with its
+/// receipt at both ends, and the checkpoint left without `.metadata` never left the fast tier;
+/// every checkpoint file was uploaded whole (each PUT carried the file's final size).
+#[test]
+fn a_tiered_job_stages_trains_beside_a_drain_and_evicts() {
+    let Some(s) = servers() else { return };
+    if !slurm() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let proxy = rt.block_on(Proxy::start(super::s3_upstream(&s)));
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("remotes.toml");
+    let toml = format!(
+        "{}\n{}",
+        remotes_toml(&s),
+        proxy_remote_toml(&s, &proxy.endpoint())
+    );
+    std::fs::write(&conf, toml).unwrap();
+    let data = corpus(30, 4000);
+    let prefix = unique("tiered-data");
+    let dataset = format!("garage:{}/{prefix}", s.bucket_a);
+    let direct = Store::open(&dataset, &remotes(&s)).unwrap();
+    rt.block_on(async {
+        for (k, d) in &data {
+            let p = direct.path_of(k).unwrap();
+            direct
+                .inner
+                .put(&p, PutPayload::from(d.clone()))
+                .await
+                .unwrap();
+        }
+    });
+    let ckpt_prefix = unique("tiered-ckpt");
+    let fast = work.path().join("fast");
+    let out_file = work.path().join("tiered.out");
+    let mut c = std::process::Command::new("sbatch");
+    c.args(["--wait", "--output"])
+        .arg(&out_file)
+        .arg("--export=ALL")
+        .arg(repo().join("examples/tiered/slurm-tiered.sh"))
+        .env("DATASET", &dataset)
+        .env("CKPT_DST", format!("viaproxy:{}/{ckpt_prefix}", s.bucket_b))
+        .env("FAST_DIR", &fast)
+        .env("MOVERCTL", env!("CARGO_BIN_EXE_moverctl"))
+        .env("MOVERCTL_CONFIG", &conf)
+        .env("TIERED_DIR", repo().join("examples/tiered"))
+        .env(
+            "TRAIN_ARGS",
+            "--steps 4 --every 1.5 --leave-last-incomplete",
+        )
+        .env("DRAIN_EVERY", "2s")
+        .env("MOVERCTL_RETRY_TIMEOUT", "20s")
+        .current_dir(work.path())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().expect("sbatch runs");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let _job = Cancel(
+        line.trim()
+            .rsplit(' ')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+    );
+    let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait(child, "the tiered job")
+    }));
+    let out = std::fs::read_to_string(&out_file).unwrap_or_default();
+    assert!(finished.is_ok(), "the job failed:\n{out}");
+    // Staged whole (the only node's share), read whole by the trainer, then evicted.
+    let bytes: usize = data.values().map(Vec::len).sum();
+    assert!(out.contains("staged node 0/1"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "data: read 30 files, {bytes} bytes (markers say 30 objects, {bytes} bytes)"
+        )),
+        "{out}"
+    );
+    for step in ["training exit 0", "final drain exit 0", "evict exit 0"] {
+        assert!(out.contains(step), "{step}:\n{out}");
+    }
+    assert!(out.contains("evicted 30 files"), "{out}");
+    assert!(
+        !fast.join("data").exists(),
+        "the staged data is gone: {out}"
+    );
+    // Every complete checkpoint is durable at the destination with its receipt, byte for byte.
+    let dst = |step: &str| {
+        Store::open(
+            &format!("garage:{}/{ckpt_prefix}/{step}", s.bucket_b),
+            &remotes(&s),
+        )
+        .unwrap()
+    };
+    let ckpt = fast.join("ckpt");
+    for step in ["step-000100", "step-000200", "step-000300"] {
+        assert!(
+            out.contains(&format!("checkpoint {step} complete")),
+            "{out}"
+        );
+        let at = dst(step);
+        let keys = rt.block_on(super::keys_at(&at));
+        let mut want = vec![
+            ".metadata".to_string(),
+            ".moverctl-receipt.json".to_string(),
+        ];
+        want.extend((0..4).map(|r| format!("__{r}_0.distcp")));
+        assert_eq!(keys, want, "{step}");
+        for k in &keys[2..] {
+            let got = rt.block_on(async {
+                at.inner
+                    .get(&at.path_of(k).unwrap())
+                    .await
+                    .unwrap()
+                    .bytes()
+                    .await
+                    .unwrap()
+            });
+            assert_eq!(
+                got.to_vec(),
+                std::fs::read(ckpt.join(step).join(k)).unwrap(),
+                "{step}/{k}"
+            );
+        }
+        let beside: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(ckpt.join(format!("{step}.moverctl-receipt.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(beside["objects"], 5, "{beside}");
+    }
+    // The save cut short (no .metadata) never reached the destination.
+    assert!(
+        out.contains("checkpoint step-000400 left incomplete"),
+        "{out}"
+    );
+    assert!(rt.block_on(super::keys_at(&dst("step-000400"))).is_empty());
+    assert!(!ckpt.join("step-000400.moverctl-receipt.json").exists());
+    // No half-written file was ever uploaded: every PUT of a checkpoint file carried its final size.
+    let mut puts = 0;
+    for (method, target, headers) in proxy.log() {
+        if method != "PUT" || !target.contains(".distcp") {
+            continue;
+        }
+        assert!(!target.contains("step-000400"), "{target}");
+        let path = target.split('?').next().unwrap();
+        let (step, file) = path.rsplit_once('/').unwrap();
+        let step = step.rsplit('/').next().unwrap();
+        let size = std::fs::metadata(ckpt.join(step).join(file)).unwrap().len();
+        let sent = headers
+            .iter()
+            .find(|(h, _)| h.eq_ignore_ascii_case("x-amz-decoded-content-length"))
+            .or_else(|| {
+                headers
+                    .iter()
+                    .find(|(h, _)| h.eq_ignore_ascii_case("content-length"))
+            })
+            .map(|(_, v)| v.parse::<u64>().unwrap());
+        assert_eq!(sent, Some(size), "{target}");
+        puts += 1;
+    }
+    assert!(puts >= 12, "{puts} checkpoint PUTs seen");
+}
+
+/// The tiered Kubernetes manifest: an Indexed Job whose init container stages pod K's share
+/// (`--node $(JOB_COMPLETION_INDEX)/N` with N = completions = parallelism), whose native sidecar
+/// drains the checkpoint folder and, in its preStop hook, makes a last pass and evicts, and whose
+/// main container trains; all three share the fast volume; no secret in it.
+#[test]
+fn the_tiered_kubernetes_manifest_stages_drains_and_evicts() {
+    let text = std::fs::read_to_string(repo().join("examples/tiered/tiered-job.yaml")).unwrap();
+    let doc = yaml(&text);
+    assert_eq!(doc.get("kind").map(String::as_str), Some("Job"));
+    assert_eq!(doc["spec.completionMode"], "Indexed");
+    let n: u32 = doc["spec.completions"].parse().unwrap();
+    assert_eq!(
+        doc["spec.parallelism"].parse::<u32>().unwrap(),
+        n,
+        "one pod per share"
+    );
+    assert_eq!(doc["spec.template.spec.restartPolicy"], "Never");
+    // The init containers: stage first, then the drain as a native sidecar.
+    let init = text.split("initContainers:").nth(1).unwrap();
+    let init = init.split("\n      containers:").next().unwrap();
+    let stage_at = init
+        .find("- name: stage")
+        .expect("an init container named stage");
+    let drain_at = init.find("- name: drain").expect("a sidecar named drain");
+    assert!(stage_at < drain_at, "stage runs before the sidecar starts");
+    let (stage, drain) = (&init[stage_at..drain_at], &init[drain_at..]);
+    assert!(
+        stage.contains("- stage") && stage.contains("- /fast/data"),
+        "{stage}"
+    );
+    assert!(
+        stage.contains(&format!("- $(JOB_COMPLETION_INDEX)/{n}")),
+        "{stage}"
+    );
+    assert!(
+        drain.contains("restartPolicy: Always"),
+        "a native sidecar: {drain}"
+    );
+    assert!(
+        drain.contains("moverctl drain /fast/ckpt") && drain.contains("--watch"),
+        "{drain}"
+    );
+    let pre_stop = drain.split("preStop:").nth(1).expect("a preStop hook");
+    assert!(
+        pre_stop.contains("moverctl drain /fast/ckpt"),
+        "a last pass: {pre_stop}"
+    );
+    assert!(
+        pre_stop.contains(&format!("--node \"$JOB_COMPLETION_INDEX/{n}\" --evict")),
+        "{pre_stop}"
+    );
+    // The trainer is the main container and writes where the drain reads.
+    let main = text.split("\n      containers:").nth(1).unwrap();
+    assert!(
+        main.contains("- name: train") && main.contains("--ckpt /fast/ckpt"),
+        "{main}"
+    );
+    assert!(main.contains("--data /fast/data"), "{main}");
+    assert_eq!(
+        text.matches("mountPath: /fast }").count(),
+        3,
+        "one fast volume in all three"
+    );
+    assert!(
+        text.contains("secretRef:") && doc.contains_key("spec.template.spec.serviceAccountName")
+    );
+    for bad in ["AKIA", "secret_access_key:", "password:", "token:"] {
+        assert!(
+            !text.contains(bad),
+            "a literal secret ({bad:?}) in the manifest"
+        );
+    }
+    // The stand-in the manifest runs is the one in the folder.
+    assert!(repo().join("examples/tiered/train_standin.py").exists());
 }
 
 /// A small reader for the block-style YAML of the manifest: `path.to.key -> scalar` (list items
