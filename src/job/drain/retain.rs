@@ -412,7 +412,7 @@ fn run(
             name: name.clone(),
             step: step_of(name),
             receipt: f.receipt,
-            durable: f.receipt && !f.marker && rt.block_on(durable(&store, name, f)),
+            durable: f.receipt && rt.block_on(durable(&store, name, f)),
             marker: f.marker,
             early_fee: f.fee,
             free_from: f.free_from,
