@@ -572,6 +572,8 @@ fn candidates(
 ) -> Result<Candidates, JobError> {
     let journal = |e: crate::journal::JournalError| failure(e.to_string());
     let mut cands = Candidates::temporary(policy).map_err(journal)?;
+    let names: std::collections::BTreeSet<&str> =
+        retire.iter().map(|r| r.0.name.as_str()).collect();
     let mut counted: BTreeMap<&str, u64> = BTreeMap::new();
     ctx.rt.block_on(async {
         let mut listing = crate::store::list::list(ctx.store);
@@ -581,11 +583,11 @@ fn candidates(
             let Some((name, rest)) = e.key.split_once('/') else {
                 continue;
             };
-            let Some(r) = retire.iter().find(|r| r.0.name == name) else {
+            let Some(name) = names.get(name) else {
                 continue;
             };
             if rest != RECEIPT_AT_DESTINATION && rest != DELETING_MARKER {
-                *counted.entry(r.0.name.as_str()).or_default() += 1;
+                *counted.entry(name).or_default() += 1;
                 cands.push(e).map_err(journal)?;
             }
         }
