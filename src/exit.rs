@@ -20,8 +20,8 @@ pub enum Exit {
     /// Also a run in which any object failed because a store refused the credentials (it wins
     /// over `Partial`: fixing the credentials is what the next run needs).
     Credentials = 4,
-    /// `sync --delete`: more deletions than `--max-delete` allows, or the source listed no object
-    /// and `--allow-empty-source` was not given; nothing was deleted.
+    /// `sync --delete`, `drain --keep-remote`: more deletions than `--max-delete` allows, or the
+    /// source listed no object and `--allow-empty-source` was not given; nothing was deleted.
     DeleteGuard = 5,
     /// `copy`, `exec`, `sync`: another run of the same pair holds the lock; nothing was done.
     Locked = 6,
@@ -64,7 +64,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         5,
-        "sync: delete guard tripped (more deletions than --max-delete allows, or an empty source without --allow-empty-source); the copies were made, nothing was deleted",
+        "sync, drain --keep-remote: delete guard tripped (more deletions than --max-delete allows, or an empty source without --allow-empty-source); the copies were made, nothing was deleted",
     ),
     (
         6,

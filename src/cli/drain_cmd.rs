@@ -8,6 +8,8 @@ use super::engine::{resolve, usage};
 use super::exit::Exit;
 use clap::Args;
 use moverctl::catalog::Catalog;
+use moverctl::job::drain::retain::KeepRemote;
+use moverctl::job::drain::watch::Watch;
 use moverctl::job::drain::{Complete, DrainJob, DrainPass};
 use moverctl::store::config::Remotes;
 use std::path::PathBuf;
@@ -41,6 +43,20 @@ pub struct DrainArgs {
     /// receipt still describes it and the destination holds the same receipt.
     #[arg(long, value_name = "N")]
     pub keep_local: Option<usize>,
+    /// Keep the newest M checkpoints at the destination and delete older ones moverctl drained,
+    /// behind sync's delete guards; never one without a newer durable one (README: drain).
+    #[arg(long, value_name = "M")]
+    pub keep_remote: Option<usize>,
+    /// With --keep-remote: also keep each checkpoint whose step number is a multiple of K.
+    #[arg(long, value_name = "K", requires = "keep_remote")]
+    pub keep_every: Option<u64>,
+    /// With --keep-remote: most objects one pass may delete (a count, or N% of the destination's).
+    #[arg(long, value_name = "N|N%", default_value = "50%")]
+    pub max_delete: String,
+    /// With --keep-remote: also delete checkpoints younger than the destination class's minimum
+    /// storage duration (the fee is reported).
+    #[arg(long)]
+    pub allow_early_delete: bool,
     /// Print only problems.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -64,17 +80,10 @@ pub fn run_drain(catalog: &Catalog, remotes: &Remotes, args: DrainArgs) -> Resul
             "drain keeps one journal per checkpoint and has no --dry-run yet: leave out --journal and --dry-run",
         ));
     }
-    let every = match args.every.as_deref() {
-        Some(v) => Some(
-            humantime::parse_duration(v)
-                .ok()
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    usage(format!("--every {v:?}: give a duration above 0 (30s, 5m)"))
-                })?,
-        ),
-        None => None,
-    };
+    let watch = Watch::from_flags(args.every.as_deref(), args.watch).map_err(usage)?;
+    let (m, k) = (args.max_delete.as_str(), args.allow_early_delete);
+    let keep_remote = KeepRemote::from_flags(args.keep_remote, args.keep_every, m, k);
+    let keep_remote = keep_remote.map_err(usage)?;
     if !args.dir.is_dir() {
         return Err(usage(format!(
             "{} is not a folder of checkpoints",
@@ -92,34 +101,21 @@ pub fn run_drain(catalog: &Catalog, remotes: &Remotes, args: DrainArgs) -> Resul
         limits: r.limits,
         on_durable: args.on_durable.clone(),
         keep_local: args.keep_local,
+        keep_remote,
     };
-    let Some(every) = every.or(args.watch.then_some(std::time::Duration::from_secs(60))) else {
+    let show = |p: &DrainPass| {
+        for (problem, text) in moverctl::summary::drain::output(p, args.quiet, args.engine.json) {
+            match problem {
+                true => eprintln!("moverctl: {text}"),
+                false => println!("{text}"),
+            }
+        }
+    };
+    let Some(watch) = watch else {
         let pass = moverctl::job::drain::pass(catalog, remotes, &job, &Notes)?;
-        show(&pass, args.quiet, args.engine.json);
+        show(&pass);
         return Ok(pass.exit());
     };
-    let watch = moverctl::job::drain::watch::Watch {
-        every,
-        notify: args.watch,
-    };
-    moverctl::job::drain::watch::run(catalog, remotes, &job, watch, &Notes, |p| {
-        show(p, args.quiet, args.engine.json)
-    })?;
+    moverctl::job::drain::watch::run(catalog, remotes, &job, watch, &Notes, show)?;
     Ok(Exit::Success)
-}
-
-fn show(pass: &DrainPass, quiet: bool, json: bool) {
-    if json {
-        for l in moverctl::json::drain::pass_lines(pass) {
-            println!("{l}");
-        }
-        return;
-    }
-    for l in moverctl::summary::drain::pass_lines(pass) {
-        match l.problem {
-            true => eprintln!("moverctl: {}", l.text),
-            false if !quiet => println!("{}", l.text),
-            false => {}
-        }
-    }
 }

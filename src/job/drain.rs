@@ -18,6 +18,7 @@
 //! until a pass finds it still.
 
 pub mod prune;
+pub mod retain;
 pub mod watch;
 
 use super::copy::CopyJob;
@@ -259,6 +260,8 @@ pub struct DrainJob {
     /// Keep this many newest checkpoints on the fast tier and prune older durable ones
     /// ([`prune`]); None keeps every one.
     pub keep_local: Option<usize>,
+    /// Delete old checkpoints at the destination ([`retain`]); None keeps every one.
+    pub keep_remote: Option<retain::KeepRemote>,
 }
 
 /// What happened to one checkpoint in a pass.
@@ -282,10 +285,12 @@ pub struct DrainPass {
     pub checkpoints: Vec<(String, Fate)>,
     /// With `keep_local`: each checkpoint beyond the newest N, removed or kept.
     pub pruned: Vec<(String, prune::Pruned)>,
+    /// With `keep_remote`: what retention did at the destination.
+    pub retention: Option<retain::Retention>,
 }
 
 impl DrainPass {
-    /// The pass's exit code: the first failed checkpoint's, else success.
+    /// The pass's exit code: the first failed checkpoint's, else retention's, else success.
     pub fn exit(&self) -> Exit {
         self.checkpoints
             .iter()
@@ -293,6 +298,7 @@ impl DrainPass {
                 Fate::Failed(e, _) => Some(*e),
                 _ => None,
             })
+            .or_else(|| self.retention.as_ref().map(retain::Retention::exit))
             .unwrap_or(Exit::Success)
     }
 }
@@ -331,6 +337,12 @@ pub fn pass(
         };
         out.push((c.name, fate));
     }
+    // At the destination first: with --keep-local, retention leaves alone what the fast tier
+    // still holds, and pruning then never removes a checkpoint whose durable copy went.
+    let retention = job
+        .keep_remote
+        .as_ref()
+        .map(|k| retain::retain(catalog, remotes, job, k, observer));
     let pruned = match job.keep_local {
         Some(keep) => prune::prune(remotes, job, keep, observer)?,
         None => Vec::new(),
@@ -338,6 +350,7 @@ pub fn pass(
     Ok(DrainPass {
         checkpoints: out,
         pruned,
+        retention,
     })
 }
 

@@ -1,7 +1,9 @@
-//! A drain pass in words: one line per checkpoint (and per checkpoint `--keep-local` pruned or
-//! kept), each marked as information or as a problem.
+//! A drain pass in words: one line per checkpoint (and per checkpoint `--keep-remote` retired or
+//! kept at the destination, and `--keep-local` pruned or kept), each marked as information or as
+//! a problem.
 
 use crate::job::drain::prune::Pruned;
+use crate::job::drain::retain::{Remote, Retention};
 use crate::job::drain::{DrainPass, Fate};
 use crate::units::fmt_bytes;
 
@@ -46,6 +48,9 @@ pub fn pass_lines(pass: &DrainPass) -> Vec<Line> {
             )),
         });
     }
+    if let Some(r) = &pass.retention {
+        out.extend(retention_lines(r));
+    }
     for (name, p) in &pass.pruned {
         out.push(info(match p {
             Pruned::Removed(bytes) => format!(
@@ -56,4 +61,57 @@ pub fn pass_lines(pass: &DrainPass) -> Vec<Line> {
         }));
     }
     out
+}
+
+/// What `--keep-remote` did at the destination: a line per checkpoint, then the pass's verdict
+/// when it stopped the deletes.
+pub fn retention_lines(r: &Retention) -> Vec<Line> {
+    let mut out = Vec::new();
+    for (name, fate) in &r.checkpoints {
+        out.push(match fate {
+            Remote::Retired {
+                objects,
+                bytes,
+                early_fee,
+                resumed,
+            } => info(format!(
+                "retired     {name}: {objects} objects, {} deleted at the destination{}{}",
+                fmt_bytes(*bytes),
+                match early_fee {
+                    Some(f) => format!(", early-deletion fee {f}"),
+                    None => String::new(),
+                },
+                if *resumed {
+                    " (finishing what an earlier pass started)"
+                } else {
+                    ""
+                }
+            )),
+            Remote::Kept { reason, .. } => info(format!("kept remote {name}: {reason}")),
+            Remote::Held(why) => problem(format!("not retired {name}: {why}")),
+            Remote::Failed(e) => problem(format!(
+                "retiring {name} failed part way ({e}); its marker stays and the next pass finishes it"
+            )),
+        });
+    }
+    if let Some(e) = &r.error {
+        out.push(problem(format!("--keep-remote: {e}")));
+    }
+    out
+}
+
+/// The pass as printed: the JSON lines (`json`) or these words, `quiet` leaving out all but
+/// problems; each with whether it is a problem (for stderr).
+pub fn output(pass: &DrainPass, quiet: bool, json: bool) -> Vec<(bool, String)> {
+    if json {
+        return crate::json::drain::pass_lines(pass)
+            .into_iter()
+            .map(|l| (false, l))
+            .collect();
+    }
+    pass_lines(pass)
+        .into_iter()
+        .filter(|l| l.problem || !quiet)
+        .map(|l| (l.problem, l.text))
+        .collect()
 }

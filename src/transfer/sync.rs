@@ -293,6 +293,27 @@ impl Candidates {
         Ok(())
     }
 
+    /// What [`Candidates::finish`] will decide for the candidates taken so far, by the guards in
+    /// the module's order; a caller that must prepare before deleting (`drain`'s retention marks
+    /// each checkpoint and removes its receipt first) asks this, and calls `finish` only when the
+    /// answer is [`Verdict::Deleted`] (or [`Verdict::Nothing`]).
+    pub fn verdict(&self, copy_ok: bool, src_objects: u64, dest_objects: u64) -> Verdict {
+        let p = &self.policy;
+        if self.report.deletable == 0 {
+            Verdict::Nothing
+        } else if !p.delete {
+            Verdict::NotAsked
+        } else if !copy_ok {
+            Verdict::Suppressed
+        } else if src_objects == 0 && !p.allow_empty_source {
+            Verdict::EmptySource
+        } else if self.report.deletable > p.max_delete.allowed(dest_objects) {
+            Verdict::GuardTripped
+        } else {
+            Verdict::Deleted
+        }
+    }
+
     /// Decide and (unless a dry run) delete. `copy_ok` is false when the copy phase had failed or
     /// refused objects or was interrupted; `src_objects` and `dest_objects` are what the two
     /// listings held.
@@ -307,21 +328,8 @@ impl Candidates {
     ) -> Result<DeleteReport, JournalError> {
         self.flush()?;
         let p = self.policy.clone();
-        let allowed = p.max_delete.allowed(dest_objects);
-        self.report.allowed = allowed;
-        let verdict = if self.report.deletable == 0 {
-            Verdict::Nothing
-        } else if !p.delete {
-            Verdict::NotAsked
-        } else if !copy_ok {
-            Verdict::Suppressed
-        } else if src_objects == 0 && !p.allow_empty_source {
-            Verdict::EmptySource
-        } else if self.report.deletable > allowed {
-            Verdict::GuardTripped
-        } else {
-            Verdict::Deleted
-        };
+        let verdict = self.verdict(copy_ok, src_objects, dest_objects);
+        self.report.allowed = p.max_delete.allowed(dest_objects);
         self.report.verdict = Some(verdict);
         let mut after = String::new();
         loop {

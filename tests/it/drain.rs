@@ -3,6 +3,8 @@
 //! still being written, never a receipt for a checkpoint whose files were not all verified; one
 //! changed after its receipt is drained again; the `--on-durable` hook runs per receipt.
 
+mod retention;
+
 use super::faults::proxy::{PFault, Proxy};
 use super::{moverctl, proxy_remote_toml, remotes_toml, servers, text, unique};
 use moverctl::job::drain::Receipt;

@@ -19,6 +19,25 @@ pub struct Watch {
     pub notify: bool,
 }
 
+impl Watch {
+    /// `--every` and `--watch` as given: None for one pass (neither given); `--watch` alone polls
+    /// every minute besides.
+    pub fn from_flags(every: Option<&str>, notify: bool) -> Result<Option<Watch>, String> {
+        let every = match every {
+            Some(v) => Some(
+                humantime::parse_duration(v)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .ok_or_else(|| format!("--every {v:?}: give a duration above 0 (30s, 5m)"))?,
+            ),
+            None => None,
+        };
+        Ok(every
+            .or(notify.then_some(Duration::from_secs(60)))
+            .map(|every| Watch { every, notify }))
+    }
+}
+
 /// After a notification, events keep coming while files are written: wait this long for them to
 /// settle before the pass (a pass finds an incomplete checkpoint incomplete anyway).
 const SETTLE: Duration = Duration::from_millis(500);
