@@ -35,6 +35,10 @@ pub enum CatalogError {
     Io { file: String, message: String },
     #[error("unknown provider {name:?}; known providers: {known}")]
     UnknownProvider { name: String, known: String },
+    #[error(
+        "unknown fast tier {name:?}; known fast tiers: {known} (or `onprem` with --fast-tier-price and --fast-tier-throughput)"
+    )]
+    UnknownFastTier { name: String, known: String },
     #[error("provider {provider:?} has no region {region:?}; its regions: {known}")]
     UnknownRegion {
         provider: String,
@@ -146,7 +150,7 @@ pub fn parse_provider(
     })
 }
 
-type Invalid = (String, String);
+pub(super) type Invalid = (String, String);
 
 const CHECKSUM_HEADERS: &[&str] = &[
     "content-md5",
@@ -231,6 +235,7 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
     if let Some(m) = &f.minimum_monthly {
         check_date("minimum_monthly.as_of", &m.as_of)?;
     }
+    super::fast_tier::check(&f.id, &f.fast_tiers)?;
     Ok(())
 }
 
@@ -387,7 +392,7 @@ fn join(s: &BTreeSet<&str>) -> String {
     s.iter().copied().collect::<Vec<_>>().join(", ")
 }
 
-fn check_date(path: &str, d: &toml::value::Datetime) -> Result<(), Invalid> {
+pub(super) fn check_date(path: &str, d: &toml::value::Datetime) -> Result<(), Invalid> {
     if d.date.is_none() || d.time.is_some() {
         return Err((
             path.to_string(),
@@ -495,6 +500,11 @@ fn convert_prices(f: &mut ProviderFile, rate: rust_decimal::Decimal) {
     egress(&mut f.egress);
     c(&mut f.transfer.same_region_per_gb);
     c(&mut f.transfer.inter_region_per_gb);
+    for t in &mut f.fast_tiers {
+        if let Some(p) = &mut t.price {
+            c(p);
+        }
+    }
     for cl in &mut f.classes {
         for t in &mut cl.storage {
             c(&mut t.per_gb_month);

@@ -1,10 +1,12 @@
 //! The price and limits catalog: provider files (`providers/*.toml`), how a `PROVIDER[:REGION][/CLASS]`
 //! name resolves against them, and the part-size rule shared by planner and executor.
 
+pub mod fast_tier;
 mod load;
 pub mod parts;
 pub mod schema;
 
+pub use fast_tier::FastTier;
 pub use load::{Catalog, CatalogError, Provider, parse_provider};
 use rust_decimal::Decimal;
 pub use schema::*;
@@ -133,6 +135,7 @@ pub fn price_dates(f: &ProviderFile) -> (String, String) {
     if let Some(w) = &f.exit_waiver {
         dates.push(w.as_of.to_string());
     }
+    dates.extend(f.fast_tiers.iter().map(|t| t.as_of.to_string()));
     dates.sort();
     (
         dates.first().cloned().unwrap_or_default(),

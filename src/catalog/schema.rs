@@ -42,6 +42,10 @@ pub struct ProviderFile {
     pub exit_waiver: Option<ExitWaiver>,
     #[serde(default)]
     pub minimum_monthly: Option<MinimumMonthly>,
+    /// Managed fast tiers (parallel file systems) this provider sells next to its object storage,
+    /// priced for `plan --tiering` ([`FastTier`]).
+    #[serde(default)]
+    pub fast_tiers: Vec<super::fast_tier::FastTier>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
