@@ -1,12 +1,10 @@
 //! The price and limits catalog: provider files (`providers/*.toml`), how a `PROVIDER[:REGION][/CLASS]`
 //! name resolves against them, and the part-size rule shared by planner and executor.
 
-pub mod fast_tier;
 mod load;
 pub mod parts;
 pub mod schema;
 
-pub use fast_tier::FastTier;
 pub use load::{Catalog, CatalogError, Provider, parse_provider};
 use rust_decimal::Decimal;
 pub use schema::*;

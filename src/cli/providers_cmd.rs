@@ -129,6 +129,7 @@ fn show(p: &Provider, as_json: bool) {
     println!("{}", classes_table(f));
     egress_lines(f);
     limits_lines(f);
+    print!("{}", moverctl::plan::render_tiering::catalog_lines(f));
 }
 
 /// The storage classes and their prices.

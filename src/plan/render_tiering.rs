@@ -250,3 +250,26 @@ pub fn output(p: &Plan, json: bool, report: Option<&std::path::Path>) -> (String
     });
     (out, err)
 }
+
+/// `providers show`: a provider's fast tiers, one line each (nothing when it has none).
+pub fn catalog_lines(f: &crate::catalog::ProviderFile) -> String {
+    let mut s = String::new();
+    for t in &f.fast_tiers {
+        let price = match (&t.price, t.unit) {
+            (Some(p), Some(u)) => format!("${} per {}", p.0.normalize(), u.as_str()),
+            _ => "no sourced price (give --fast-tier-price)".to_string(),
+        };
+        s.push_str(&format!(
+            "Fast tier {} ({}, {}): {price}; {} MB/s read, {} MB/s write per TiB ({}; {}, {})\n",
+            t.id,
+            t.name,
+            t.region,
+            t.read_mb_per_s_per_tib.0.normalize(),
+            t.write_mb_per_s_per_tib.0.normalize(),
+            t.confidence.as_str(),
+            t.source,
+            t.as_of
+        ));
+    }
+    s
+}

@@ -118,7 +118,7 @@ fn table(p: &Plan) -> String {
         "<table id=\"options\"><thead><tr><th>option</th><th>on fast tier</th><th>fast tier read / write</th><th>storage /mo</th><th>read &amp; stage fees</th><th>checkpoint idle</th><th>loading stall</th><th>staging idle</th><th>total /mo</th></tr></thead><tbody>",
     );
     for (k, o) in p.options.iter().enumerate() {
-        let rw = if o.fast_bytes == 0 && o.fast_rates.read.is_zero() {
+        let rw = if o.fast_bytes == 0 {
             "-".to_string()
         } else {
             format!("{} / {}", rate(o.fast_rates.read), rate(o.fast_rates.write))
@@ -173,7 +173,7 @@ pub fn html(p: &Plan, generated: &str) -> String {
     h.push_str(&table(p));
     h.push_str("<h2>What each option pays a month, by item</h2><p class=\"muted\">Each item has its own pattern as well as its own colour.</p>");
     h.push_str(&bars(p));
-    h.push_str("<h2>Inputs</h2><pre>");
+    h.push_str("<h2>Inputs</h2><pre style=\"white-space:pre-wrap\">");
     h.push_str(&esc(&super::render_tiering::text(p)));
     h.push_str("</pre><h2>Assumptions</h2><ul>");
     for a in ASSUMPTIONS {

@@ -401,3 +401,73 @@ fn the_table_and_the_report_agree_with_the_json() {
     }
     assert!(html.contains("Price sources and dates") && html.contains("Assumptions"));
 }
+
+/// onprem.toml with one fast tier appended (`extra` replaces nothing; `edit` breaks it).
+fn with_fast_tier(edit: impl FnOnce(String) -> String) -> (String, Result<(), String>) {
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/providers/onprem.toml"
+    ))
+    .unwrap();
+    let tier = "\n[[fast_tiers]]\nid = \"onprem-weka\"\nname = \"WEKA\"\nregion = \"local\"\nprice = \"0.1\"\nunit = \"gb-month\"\nread_mb_per_s_per_tib = \"1000\"\nwrite_mb_per_s_per_tib = \"500\"\nconfidence = \"unverified\"\nsource = \"a quote\"\nas_of = 2026-12-06\n";
+    let text = edit(base + tier);
+    let r = moverctl::catalog::parse_provider("x/onprem.toml", "onprem.toml", &text, "test")
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    (text, r)
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+#[test]
+fn fast_tier_errors_name_file_line_and_field() {
+    let (_, ok) = with_fast_tier(|t| t);
+    assert_eq!(ok, Ok(()));
+    let (text, e) = with_fast_tier(|t| t.replace("unit = \"gb-month\"\n", ""));
+    let e = e.unwrap_err();
+    let at = format!("x/onprem.toml:{}:", line_of(&text, "[[fast_tiers]]"));
+    assert!(
+        e.starts_with(&at) && e.contains("field `fast_tiers[0].unit`"),
+        "{e}"
+    );
+    assert!(e.contains("a price needs its unit"), "{e}");
+    let (text, e) = with_fast_tier(|t| t.replace("id = \"onprem-weka\"", "id = \"weka\""));
+    let e = e.unwrap_err();
+    let at = format!("x/onprem.toml:{}:", line_of(&text, "id = \"weka\""));
+    assert!(e.starts_with(&at) && e.contains("fast_tiers[0].id"), "{e}");
+    let (_, e) = with_fast_tier(|t| t.replace("price = \"0.1\"", "price = 0.1"));
+    assert!(e.unwrap_err().contains("fast_tiers[0].price"));
+    let (_, e) = with_fast_tier(|t| {
+        t.replace(
+            "read_mb_per_s_per_tib = \"1000\"",
+            "read_mb_per_s_per_tib = \"0\"",
+        )
+    });
+    assert!(
+        e.unwrap_err()
+            .contains("fast_tiers[0].read_mb_per_s_per_tib")
+    );
+    let (_, e) = with_fast_tier(|t| t.replace("source = \"a quote\"\n", ""));
+    assert!(e.unwrap_err().contains("missing field `source`"));
+}
+
+/// Every shipped fast tier carries a source and a date; a price only with its unit.
+#[test]
+fn shipped_fast_tiers_are_sourced() {
+    let c = moverctl::catalog::Catalog::embedded().unwrap();
+    let tiers = c.fast_tiers();
+    for id in [
+        "aws-fsx-lustre-persistent-ssd-125",
+        "azure-managed-lustre-125",
+        "gcp-parallelstore",
+        "gcp-managed-lustre-125",
+    ] {
+        assert!(tiers.iter().any(|t| t.id == id), "{id} missing");
+    }
+    for t in tiers {
+        assert!(t.source.contains("https://"), "{}: {}", t.id, t.source);
+        assert_eq!(t.price.is_some(), t.unit.is_some(), "{}", t.id);
+    }
+}

@@ -32,7 +32,8 @@ pub struct TieringArgs {
         help_heading = "Tiering (--tiering)"
     )]
     pub checkpoint: Option<String>,
-    /// The fast tier: a catalog id (`moverctl providers show aws` lists them) or `onprem`.
+    /// The fast tier: a catalog id (`moverctl providers show aws`, `azure`, `gcp` list them) or
+    /// `onprem`.
     #[arg(
         long,
         value_name = "ID",

@@ -7,8 +7,7 @@ mod args;
 
 pub use args::TieringArgs;
 
-use crate::catalog::fast_tier::CapacityUnit;
-use crate::catalog::{Catalog, Place};
+use crate::catalog::{CapacityUnit, Catalog, Place};
 use crate::job::JobError;
 use crate::money::Usd;
 use crate::plan::tiering::{
