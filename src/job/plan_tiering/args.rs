@@ -13,7 +13,7 @@ pub struct TieringArgs {
     /// Plan the tiering boundary instead of a move: which data belongs on the fast tier and which
     /// on object storage (`--from` is the object store), given what the GPUs cost while they
     /// wait. Needs --dataset, --fast-tier and a GPU price.
-    #[arg(long, help_heading = "Tiering (--tiering)")]
+    #[arg(long, conflicts_with = "example", help_heading = "Tiering (--tiering)")]
     pub tiering: bool,
     /// A data set the training reads: name=NAME,size=SIZE,objects=N, and reads=R (full reads a
     /// month) or epochs=E/M (E epochs over M months). Repeat for several.
@@ -24,7 +24,8 @@ pub struct TieringArgs {
         help_heading = "Tiering (--tiering)"
     )]
     pub dataset: Vec<String>,
-    /// Checkpoints: size=SIZE,every=DURATION,keep=N (e.g. size=2TB,every=1h,keep=5).
+    /// Checkpoints: size=SIZE,every=DURATION[,keep=N] (e.g. size=2TB,every=1h,keep=5; keep
+    /// defaults to 1).
     #[arg(
         long,
         value_name = "SPEC",
@@ -121,7 +122,7 @@ fn pairs<'a>(flag: &str, spec: &'a str) -> Result<Vec<(&'a str, &'a str)>, JobEr
         .collect()
 }
 
-fn number(flag: &str, what: &str, v: &str) -> Result<Decimal, JobError> {
+pub fn number(flag: &str, what: &str, v: &str) -> Result<Decimal, JobError> {
     let d: Decimal = v.trim().parse().map_err(|_| {
         usage(format!(
             "{flag}: {what} {v:?} is not a number such as 4 or 0.5"
@@ -163,6 +164,9 @@ pub fn dataset(spec: &str, index: usize) -> Result<Dataset, JobError> {
         }
     }
     let need = |what: &str| usage(format!("{F} {spec:?} needs {what}"));
+    if reads.is_some_and(|r| r > Decimal::from(100_000)) {
+        return Err(usage(format!("{F} {spec:?}: at most 100000 reads a month")));
+    }
     Ok(Dataset {
         name: name.unwrap_or_else(|| format!("dataset-{}", index + 1)),
         bytes: bytes.ok_or_else(|| need("size=SIZE"))?,

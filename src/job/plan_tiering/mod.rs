@@ -94,8 +94,12 @@ fn resolve(catalog: &Catalog, a: &TieringArgs, s: Shared) -> Result<Plan, JobErr
     let (fast, mut about) = fast_tier(catalog, a)?;
     about.object_place = place.canonical();
     about.object_rates_from = object_rates_from;
-    let train_hours = args::duration("--train-hours", &format!("{}h", a.train_hours.trim()))?
-        / Decimal::from(3600);
+    let train_hours = args::number("--train-hours", "hours", &a.train_hours)?;
+    if train_hours.is_zero() || train_hours > Decimal::from(744) {
+        return Err(usage(
+            "--train-hours must be above 0 and at most 744 (31 days)",
+        ));
+    }
     if a.jobs_per_month == 0 || a.nodes == 0 {
         return Err(usage("--jobs-per-month and --nodes must be at least 1"));
     }
