@@ -35,6 +35,10 @@ pub enum CatalogError {
     Io { file: String, message: String },
     #[error("unknown provider {name:?}; known providers: {known}")]
     UnknownProvider { name: String, known: String },
+    #[error(
+        "unknown fast tier {name:?}; known fast tiers: {known} (or `onprem` with --fast-tier-price and --fast-tier-throughput)"
+    )]
+    UnknownFastTier { name: String, known: String },
     #[error("provider {provider:?} has no region {region:?}; its regions: {known}")]
     UnknownRegion {
         provider: String,
@@ -231,6 +235,7 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
     if let Some(m) = &f.minimum_monthly {
         check_date("minimum_monthly.as_of", &m.as_of)?;
     }
+    check_fast_tiers(&f.id, &f.fast_tiers)?;
     Ok(())
 }
 
@@ -495,6 +500,11 @@ fn convert_prices(f: &mut ProviderFile, rate: rust_decimal::Decimal) {
     egress(&mut f.egress);
     c(&mut f.transfer.same_region_per_gb);
     c(&mut f.transfer.inter_region_per_gb);
+    for t in &mut f.fast_tiers {
+        if let Some(p) = &mut t.price {
+            c(p);
+        }
+    }
     for cl in &mut f.classes {
         for t in &mut cl.storage {
             c(&mut t.per_gb_month);
@@ -526,5 +536,77 @@ fn convert_prices(f: &mut ProviderFile, rate: rust_decimal::Decimal) {
     }
     if let Some(m) = &mut f.minimum_monthly {
         c(&mut m.amount);
+    }
+}
+
+/// The fast tiers of provider `provider`: ids unique and prefixed, a unit with every price,
+/// prices and throughputs above zero, plain dates.
+fn check_fast_tiers(provider: &str, tiers: &[FastTier]) -> Result<(), Invalid> {
+    let mut ids = BTreeSet::new();
+    for (i, t) in tiers.iter().enumerate() {
+        let at = format!("fast_tiers[{i}]");
+        let bad = |field: &str, m: String| Err((format!("{at}.{field}"), m));
+        if !t.id.starts_with(&format!("{provider}-")) {
+            return bad(
+                "id",
+                format!(
+                    "{:?} must start with the provider id {provider:?} and '-'",
+                    t.id
+                ),
+            );
+        }
+        if !ids.insert(t.id.as_str()) {
+            return bad("id", format!("fast tier {:?} appears twice", t.id));
+        }
+        match (&t.price, &t.unit) {
+            (Some(p), Some(_)) if p.0.is_sign_negative() || p.0.is_zero() => {
+                return bad("price", "must be above zero".into());
+            }
+            (Some(_), None) => {
+                return bad(
+                    "unit",
+                    "a price needs its unit: gb-month, gib-month, tb-month or tib-month".into(),
+                );
+            }
+            _ => {}
+        }
+        for (field, v) in [
+            ("read_mb_per_s_per_tib", &t.read_mb_per_s_per_tib),
+            ("write_mb_per_s_per_tib", &t.write_mb_per_s_per_tib),
+        ] {
+            if v.0.is_sign_negative() || v.0.is_zero() {
+                return bad(
+                    field,
+                    "must be above zero (MB/s per TiB provisioned)".into(),
+                );
+            }
+        }
+        check_date(&format!("{at}.as_of"), &t.as_of)?;
+    }
+    Ok(())
+}
+
+impl Catalog {
+    /// Every fast tier of every provider, by id.
+    pub fn fast_tiers(&self) -> Vec<&FastTier> {
+        self.providers()
+            .flat_map(|p| p.file.fast_tiers.iter())
+            .collect()
+    }
+
+    /// The fast tier `id`; an unknown id lists the known ones.
+    pub fn fast_tier(&self, id: &str) -> Result<&FastTier, CatalogError> {
+        let all = self.fast_tiers();
+        all.iter()
+            .find(|t| t.id == id.trim())
+            .copied()
+            .ok_or_else(|| CatalogError::UnknownFastTier {
+                name: id.to_string(),
+                known: all
+                    .iter()
+                    .map(|t| t.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
     }
 }

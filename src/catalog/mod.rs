@@ -133,6 +133,7 @@ pub fn price_dates(f: &ProviderFile) -> (String, String) {
     if let Some(w) = &f.exit_waiver {
         dates.push(w.as_of.to_string());
     }
+    dates.extend(f.fast_tiers.iter().map(|t| t.as_of.to_string()));
     dates.sort();
     (
         dates.first().cloned().unwrap_or_default(),

@@ -63,7 +63,7 @@ pub struct PlanArgs {
     #[arg(long, required_unless_present = "example")]
     pub from: Option<String>,
     /// Candidate destinations, comma-separated: backblaze-b2,cloudflare-r2,wasabi:us-east-1.
-    #[arg(long, value_delimiter = ',', required_unless_present = "example")]
+    #[arg(long, value_delimiter = ',', required_unless_present_any = ["example", "tiering"])]
     pub to: Vec<String>,
     /// Total size of the corpus: 2PB, 200TiB, 1.5TB.
     #[arg(long, allow_hyphen_values = true)]
@@ -195,6 +195,8 @@ pub struct PlanArgs {
         requires = "shards"
     )]
     pub progress: Option<String>,
+    #[command(flatten)]
+    pub tiering: moverctl::job::plan_tiering::TieringArgs,
 }
 
 fn usage(m: impl Into<String>) -> CliError {
@@ -334,7 +336,6 @@ fn corpus_of(config: Option<&std::path::Path>, args: &PlanArgs) -> Result<Corpus
 fn assumptions_of(catalog: &Catalog, args: &PlanArgs) -> Result<Assumptions, CliError> {
     let rate = |flag: &str, v: &str| parse_rate(v).map_err(|e| usage(format!("{flag}: {e}")));
     let size = |flag: &str, v: &str| parse_bytes(v).map_err(|e| usage(format!("{flag}: {e}")));
-    let usd = |flag: &str, v: &str| Usd::parse(v).map_err(|e| usage(format!("{flag}: {e}")));
     let positive = |flag: &str, v: u32| {
         if v == 0 {
             Err(usage(format!("{flag} must be at least 1")))
@@ -342,11 +343,7 @@ fn assumptions_of(catalog: &Catalog, args: &PlanArgs) -> Result<Assumptions, Cli
             Ok(v)
         }
     };
-    let gpu_hourly = match (&args.gpu_hourly, args.gpus, &args.gpu_rate) {
-        (Some(h), _, _) => usd("--gpu-hourly", h)?,
-        (None, Some(n), Some(r)) => usd("--gpu-rate", r)? * Decimal::from(n),
-        _ => Usd::ZERO,
-    };
+    let gpu_hourly = gpu_hourly_of(args)?;
     let part = size("--part-size", &args.part_size)?;
     if part < MIB {
         return Err(usage("--part-size must be at least 1MiB"));
@@ -443,6 +440,9 @@ pub fn run(
     args: PlanArgs,
 ) -> Result<(), CliError> {
     let (example, json) = (args.example, args.json);
+    if args.tiering.tiering {
+        return tiering(catalog, &args);
+    }
     let spec = resolve(catalog, config, args)?;
     let out = moverctl::job::plan::plan(catalog, &spec, &Notes)?;
     if json {
@@ -471,6 +471,23 @@ pub fn run(
     if let Some(saved) = out.saved {
         say(saved_message(&saved?));
     }
+    Ok(())
+}
+
+fn gpu_hourly_of(a: &PlanArgs) -> Result<Usd, CliError> {
+    let (h, r) = (a.gpu_hourly.as_deref(), a.gpu_rate.as_deref());
+    moverctl::job::plan_tiering::gpu_hourly(h, a.gpus, r)
+}
+
+/// `plan --tiering`: `--from` is the object store.
+fn tiering(catalog: &Catalog, a: &PlanArgs) -> Result<(), CliError> {
+    use moverctl::{job::plan_tiering as t, plan::render_tiering as r};
+    let gpu = gpu_hourly_of(a)?;
+    let (from, report) = (a.from.as_deref().unwrap_or_default(), a.report.as_deref());
+    let out = t::run(catalog, &a.tiering, from, gpu, a.no_probe, report)?;
+    let (stdout, stderr) = r::output(&out.plan, a.json, out.report.transpose()?.as_deref());
+    print!("{stdout}");
+    eprint!("{stderr}");
     Ok(())
 }
 

@@ -22,6 +22,7 @@ pub mod drain;
 mod error;
 pub mod inspect;
 pub mod plan;
+pub mod plan_tiering;
 pub mod pricing;
 pub mod session;
 pub mod shard;

@@ -337,7 +337,7 @@ fn move_table(a: &Assumptions, ranked: &[Candidate]) -> String {
 /// A table in the compact style of the plan's tables: horizontal rules only, columns one space
 /// apart (comfy-table draws a missing vertical line as a space; cells get no padding), never
 /// wrapped (so no number is broken across lines).
-fn compact() -> Table {
+pub(crate) fn compact() -> Table {
     use comfy_table::TableComponent;
     let mut table = Table::new();
     table
@@ -364,7 +364,7 @@ fn compact() -> Table {
 }
 
 /// Right-aligns columns `from..` and takes the padding off every cell (see [`compact`]).
-fn finish(table: &mut Table, from: usize) {
+pub(crate) fn finish(table: &mut Table, from: usize) {
     for (i, col) in table.column_iter_mut().enumerate() {
         col.set_padding((0, 0));
         if i >= from {
@@ -374,7 +374,7 @@ fn finish(table: &mut Table, from: usize) {
 }
 
 /// The lines of a table without trailing blanks.
-fn trimmed(table: &Table) -> String {
+pub(crate) fn trimmed(table: &Table) -> String {
     table
         .lines()
         .map(|l| l.trim_end().to_string())

@@ -428,7 +428,7 @@ fn price_sources(places: &[Place]) -> String {
     rows
 }
 
-const STYLE: &str = r#"
+pub(crate) const STYLE: &str = r#"
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #000; background: #fff; margin: 24px; max-width: 1200px; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #000; }
 table { border-collapse: collapse; font-size: 0.9em; } th, td { border: 1px solid #888; padding: 3px 7px; text-align: left; vertical-align: top; }

@@ -99,6 +99,7 @@ pub fn show(p: &Provider) -> String {
     let _ = writeln!(out, "{}", classes_table(f));
     egress_lines(&mut out, f);
     limits_lines(&mut out, f);
+    out.push_str(&crate::plan::render_tiering::catalog_lines(f));
     out
 }
 

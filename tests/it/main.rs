@@ -26,6 +26,7 @@ mod plan_horizon;
 mod plan_report;
 mod plan_restore;
 mod plan_src;
+mod plan_tiering;
 mod probe;
 mod range_md5;
 mod refusals;

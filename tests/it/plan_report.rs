@@ -331,3 +331,54 @@ fn report_renders_in_headless_chromium_without_console_errors() {
         "a script error must be seen: {err}"
     );
 }
+
+/// `plan --tiering --report`: the page renders headless without console errors and draws more
+/// than a blank page.
+#[test]
+fn tiering_report_renders_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        if std::env::var("MOVERCTL_REQUIRE_SERVERS").as_deref() == Ok("1") {
+            panic!("chromium is missing; scripts/test.sh installs Debian's chromium package");
+        }
+        eprintln!("skipped: no chromium (scripts/test.sh installs it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("tiering.html");
+    let o = moverctl()
+        .args(["plan", "--tiering", "--no-probe", "--from", "aws:us-east-1"])
+        .args(["--dataset", "name=web,size=10TiB,objects=1M,reads=4"])
+        .args(["--checkpoint", "size=1TiB,every=1h,keep=4"])
+        .args(["--fast-tier", "aws-fsx-lustre-persistent-ssd-125"])
+        .args([
+            "--object-throughput",
+            "4GiB/s,2GiB/s",
+            "--gpu-hourly",
+            "4500",
+        ])
+        .arg("--report")
+        .arg(&page)
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let profile = tempfile::tempdir().unwrap();
+    let shot = dir.path().join("tiering.png");
+    let err = render(&bin, &page, &shot, profile.path());
+    assert!(
+        console_errors(&err).is_empty(),
+        "console errors: {:?}",
+        console_errors(&err)
+    );
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(png_size(&png), (1280, 2400));
+    let blank = dir.path().join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
+    let blank_png = dir.path().join("blank.png");
+    render(&bin, &blank, &blank_png, profile.path());
+    let blank_len = std::fs::metadata(&blank_png).unwrap().len();
+    assert!(
+        png.len() as u64 > 5 * blank_len,
+        "the tiering report's screenshot ({} bytes) is barely more than a blank page's ({blank_len})",
+        png.len()
+    );
+}
