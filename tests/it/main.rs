@@ -6,6 +6,7 @@ mod cli;
 mod copy;
 mod creds;
 mod drain;
+mod durable;
 mod encrypted_source;
 mod faults;
 mod fidelity;
