@@ -116,7 +116,7 @@ pub struct EngineArgs {
     /// One JSON object per line for each object, then a summary.
     #[arg(long)]
     pub json: bool,
-    /// Local destinations: batch (default) syncs files in groups (one syncfs per 256 files,
+    /// Local destinations: batch (default) syncs files in groups (one sync per 256 files,
     /// 1 GiB or 200 ms) before their journal rows are written; object syncs each file and its
     /// folder entry before it is journaled; end syncs once when the run ends; never leaves it
     /// to the operating system.

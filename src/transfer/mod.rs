@@ -76,7 +76,7 @@ impl Verify {
 ///
 /// | `--fsync` | synced | journal row `verified` written | a power cut or kernel crash can cost | speed (many small files) |
 /// |---|---|---|---|---|
-/// | `batch` (default) | each batch of files (256 files, 1 GiB or 200 ms): one `syncfs` of the destination's file system (per-file `fdatasync` and folder `fsync` before Linux 5.8) | after the batch's sync returned | files written since the last sync, none of them journaled: the next run copies them again | about `never`'s |
+/// | `batch` (default) | each batch of files (256 files, 1 GiB or 200 ms): one `syncfs` of the destination's file system (per-file `fdatasync` and folder `fsync` for fewer than 32 files, and before Linux 5.8) | after the batch's sync returned | files written since the last sync, none of them journaled: the next run copies them again | about `never`'s |
 /// | `object` | each file's data, then its folder entry, before the next step | after the file's own sync | as `batch` | one journal commit of the file system per file |
 /// | `end` | the file system once, when the run ends | as files finish, before any sync | files the journal calls verified may be missing or empty; the next run skips them | `never`'s, plus one sync |
 /// | `never` | nothing (the kernel writes back when it likes) | as files finish | as `end`, with no point after which the copy is durable | fastest |

@@ -6,10 +6,11 @@
 //! copied again by the next run (a local destination file without a journal row is never taken
 //! as proven).
 //!
-//! The sync is `syncfs(2)` of each file system the batch's folders are on: one write-back and
-//! one journal commit for the whole batch, where one `fsync` per file costs a journal commit
-//! each. Before Linux 5.8 `syncfs` did not report write-back errors, so there each file is
-//! `fdatasync`ed and each of its folders up to the destination's root `fsync`ed instead.
+//! The sync of a batch of 32 files or more is `syncfs(2)` of each file system the batch's folders
+//! are on: one write-back and one journal commit for the whole batch, where one `fsync` per file
+//! costs a journal commit each. A smaller batch (large files, or a slow trickle), and any batch
+//! before Linux 5.8 (whose `syncfs` did not report write-back errors), is synced file by file:
+//! each file `fdatasync`ed and each of its folders up to the destination's root `fsync`ed.
 //!
 //! Also here: the durability log (`MOVERCTL_DURABILITY_LOG`), a diagnostic the tests use to
 //! check the order "file renamed" → "sync returned" → "journal row written" and to simulate the
@@ -29,6 +30,10 @@ pub const BATCH_FILES: usize = 256;
 pub const BATCH_BYTES: u64 = 1 << 30;
 /// …or its oldest file has waited this long.
 pub const BATCH_AGE: Duration = Duration::from_millis(200);
+
+/// Batches of fewer files (large ones) are synced file by file: a `syncfs` would also write back
+/// every other writer's dirty data on the file system, which costs more than a few `fdatasync`s.
+pub const SYNCFS_MIN_FILES: usize = 32;
 
 /// The files of a local destination written since the last sync.
 pub(in crate::transfer) struct GroupCommit {
@@ -81,7 +86,7 @@ pub fn sync_batch(root: &Path, files: &[PathBuf]) -> std::io::Result<()> {
     static N: AtomicU64 = AtomicU64::new(0);
     let n = N.fetch_add(1, Relaxed);
     note("sync-start", &n.to_string());
-    if syncfs_reports_errors() {
+    if files.len() >= SYNCFS_MIN_FILES && syncfs_reports_errors() {
         sync_file_systems(root, files)?;
     } else {
         sync_each(root, files)?;
