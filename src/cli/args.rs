@@ -116,10 +116,11 @@ pub struct EngineArgs {
     /// One JSON object per line for each object, then a summary.
     #[arg(long)]
     pub json: bool,
-    /// Local destinations: object (default) syncs each file and its folder entry before the
-    /// object is journaled as done; end syncs the file system once when the run ends; never
-    /// leaves it to the operating system.
-    #[arg(long, default_value = "object", value_name = "WHEN")]
+    /// Local destinations: batch (default) syncs files in groups (one sync per 256 files,
+    /// 1 GiB or 200 ms) before their journal rows are written; object syncs each file and its
+    /// folder entry before it is journaled; end syncs once when the run ends; never leaves it
+    /// to the operating system.
+    #[arg(long, default_value = "batch", value_name = "WHEN")]
     pub fsync: String,
     /// Local destinations: give each file the source's last-modified time (default true).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,

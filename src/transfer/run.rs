@@ -103,7 +103,7 @@ impl Run {
         loop {
             // Collect finished copies without waiting.
             pool.collect();
-            pool.batch.flush_if_due()?;
+            pool.batch.flush_if_due().await?;
             if stop.load(Relaxed) {
                 pool.report.interrupted = true;
                 break;
@@ -134,14 +134,15 @@ impl Run {
             };
             pool.take(&opts, action).await;
         }
-        pool.drain().await;
+        pool.drain().await?;
         let Pool {
             mut report,
             mut batch,
             ..
         } = pool;
         sync_at_end(&ctx, &opts, &mut report).await;
-        batch.flush()?;
+        batch.flush().await?;
+        report.failed.append(&mut batch.failures);
         if let Some(j) = &journal {
             report.open_uploads = j.lock().expect("journal lock").open_uploads()?.len() as u64;
         }
@@ -224,13 +225,14 @@ impl<'a> Pool<'a> {
         src_is_cloud: bool,
         on_event: &'a mut dyn FnMut(&Event),
     ) -> Pool<'a> {
+        let commit = group_commit(&ctx.dst, opts);
         Pool {
             ctx,
             report: Report {
                 dry_run: opts.dry_run,
                 ..Default::default()
             },
-            batch: JournalBatch::new(journal.clone()),
+            batch: JournalBatch::new(journal.clone(), commit),
             slots: Arc::new(Semaphore::new(opts.transfers.max(1))),
             checks: opts.checkers.map(|n| Arc::new(Semaphore::new(n.max(1)))),
             tasks: tokio::task::JoinSet::new(),
@@ -247,12 +249,14 @@ impl<'a> Pool<'a> {
         }
     }
 
-    /// Waits for every task and tallies it.
-    async fn drain(&mut self) {
+    /// Waits for every task and tallies it (group commits go on meanwhile).
+    async fn drain(&mut self) -> Result<(), RunError> {
         while let Some(done) = self.tasks.join_next().await {
             let done = done.expect("copy tasks do not panic");
             self.tally(done);
+            self.batch.flush_if_due().await?;
         }
+        Ok(())
     }
 
     fn tally(&mut self, done: Finished) {
@@ -363,6 +367,15 @@ impl<'a> Pool<'a> {
         self.tasks
             .spawn(async move { handle_object(&ctx, entry, check, permit, copy_slots).await });
     }
+}
+
+/// `--fsync batch` (the default) into a local folder: files synced in groups before their rows
+/// are journaled.
+fn group_commit(dst: &Store, opts: &CopyOptions) -> Option<local_dest::commit::GroupCommit> {
+    if opts.fsync != Fsync::Batch || opts.dry_run {
+        return None;
+    }
+    local_dest::commit::GroupCommit::for_store(dst)
 }
 
 /// `--fsync end`: the destination folder's file system synced once, before the last journal

@@ -1,12 +1,15 @@
 //! What the pool's finished tasks come to: each counted into the report, told to `on_event`
-//! and journaled ([`tally`]), the journal's records written in batches ([`JournalBatch`]).
+//! and journaled ([`tally`]), the journal's records written in batches ([`JournalBatch`]) —
+//! under group commit only after their files were synced.
 
 use super::copy::Outcome;
+use super::local_dest::commit::{BATCH_FILES, GroupCommit, logging, note, sync_batch};
 use super::object::{Done, Finished};
 use super::{Event, Failure, ReadCheck, Report, RunError};
 use crate::journal::{Journal, ObjectRecord, State};
 use crate::store::StoreErrorKind;
 use crate::store::list::Entry;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -79,7 +82,7 @@ pub(super) fn tally(
                 bytes: entry.size,
                 verified_by: o.verified_by,
             });
-            batch.push(copied_record(entry, o, attempts, unverified));
+            batch.push_written(copied_record(entry, o, attempts, unverified));
         }
         Err(e) => {
             let error = e.to_string();
@@ -149,20 +152,45 @@ fn failed_record(entry: Entry, attempts: u32, error: String) -> ObjectRecord {
     }
 }
 
-/// Journal records of finished objects, written in batches: when 256 are waiting or the oldest
-/// unwritten batch is half a second old, and at the end of the run (each batch one transaction).
+/// Journal records of finished objects, written in batches, each batch one transaction.
+///
+/// Without group commit: when 256 are waiting or the last write is half a second old, and at
+/// the end of the run. With group commit (`--fsync batch` into a local folder, [`GroupCommit`]):
+/// when the batch's files are due (256 files, 1 GiB or 200 ms), they are synced on a blocking
+/// thread while the run goes on, and the batch's rows are written only once that sync has
+/// returned — seen at the next tick, awaited when the next batch has grown to four times the
+/// size meanwhile, and at the end. One sync runs at a time, so at most two batches of rows wait
+/// in memory. A failed sync journals the batch's copies as failed (the next run copies them
+/// again) and fails the run.
 pub(super) struct JournalBatch {
     journal: Option<Arc<Mutex<Journal>>>,
     pending: Vec<ObjectRecord>,
     last_flush: Instant,
+    commit: Option<GroupCommit>,
+    syncing: Option<Syncing>,
+    /// Syncs that failed, for the run's report.
+    pub(super) failures: Vec<Failure>,
+}
+
+/// A batch whose files are being synced, and its rows waiting for that.
+struct Syncing {
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    records: Vec<ObjectRecord>,
+    root: PathBuf,
 }
 
 impl JournalBatch {
-    pub(super) fn new(journal: Option<Arc<Mutex<Journal>>>) -> JournalBatch {
+    pub(super) fn new(
+        journal: Option<Arc<Mutex<Journal>>>,
+        commit: Option<GroupCommit>,
+    ) -> JournalBatch {
         JournalBatch {
             journal,
             pending: Vec::new(),
             last_flush: Instant::now(),
+            commit,
+            syncing: None,
+            failures: Vec::new(),
         }
     }
 
@@ -170,25 +198,109 @@ impl JournalBatch {
         self.pending.push(r);
     }
 
-    /// Write the waiting records if there are 256 or the last write is over 500 ms ago.
-    pub(super) fn flush_if_due(&mut self) -> Result<(), RunError> {
-        if self.pending.len() >= 256
-            || (self.last_flush.elapsed() > Duration::from_millis(500) && !self.pending.is_empty())
-        {
-            self.flush()?;
-            self.last_flush = Instant::now();
+    /// A copy's record: under group commit, its file must be synced before the row is written.
+    pub(super) fn push_written(&mut self, r: ObjectRecord) {
+        if let Some(c) = &mut self.commit {
+            c.written(&r.key, r.size);
         }
+        self.pending.push(r);
+    }
+
+    /// Write the waiting records if there are 256 or the last write is over 500 ms ago; under
+    /// group commit, write the rows of a batch whose sync has returned and start the next
+    /// batch's sync when it is due.
+    pub(super) async fn flush_if_due(&mut self) -> Result<(), RunError> {
+        let stale =
+            self.last_flush.elapsed() > Duration::from_millis(500) && !self.pending.is_empty();
+        let Some(c) = &self.commit else {
+            if self.pending.len() >= 256 || stale {
+                self.flush().await?;
+            }
+            return Ok(());
+        };
+        let due = c.due() || stale;
+        if self.syncing.as_ref().is_some_and(|s| s.task.is_finished()) {
+            self.finish_sync().await?;
+        }
+        if !due {
+            return Ok(());
+        }
+        if self.syncing.is_some() {
+            if self.pending.len() < 4 * BATCH_FILES {
+                return Ok(());
+            }
+            self.finish_sync().await?;
+        }
+        self.start_sync()
+    }
+
+    /// Write the waiting records now (dropped when the run has no journal), under group commit
+    /// after syncing their files.
+    pub(super) async fn flush(&mut self) -> Result<(), RunError> {
+        if self.commit.is_some() {
+            self.finish_sync().await?;
+            self.start_sync()?;
+            return self.finish_sync().await;
+        }
+        let records = std::mem::take(&mut self.pending);
+        self.last_flush = Instant::now();
+        self.write(&records)
+    }
+
+    /// Starts syncing the waiting files; their rows wait for it (rows of no file are written).
+    fn start_sync(&mut self) -> Result<(), RunError> {
+        let (root, files) = self.commit.as_mut().expect("group commit").take();
+        let records = std::mem::take(&mut self.pending);
+        self.last_flush = Instant::now();
+        if files.is_empty() {
+            return self.write(&records);
+        }
+        let r = root.clone();
+        let task = tokio::task::spawn_blocking(move || sync_batch(&r, &files));
+        self.syncing = Some(Syncing {
+            task,
+            records,
+            root,
+        });
         Ok(())
     }
 
-    /// Write the waiting records now (dropped when the run has no journal).
-    pub(super) fn flush(&mut self) -> Result<(), RunError> {
-        if let Some(j) = &self.journal
-            && !self.pending.is_empty()
-        {
-            j.lock().expect("journal lock").put_all(&self.pending)?;
+    /// Waits for the sync under way (if any), then writes its rows: as they are when it
+    /// returned, copies as failed when it failed.
+    async fn finish_sync(&mut self) -> Result<(), RunError> {
+        let Some(s) = self.syncing.take() else {
+            return Ok(());
+        };
+        let mut records = s.records;
+        if let Err(e) = s.task.await.expect("sync does not panic") {
+            let error = format!(
+                "syncing {} after writing failed ({e}): the file may not be on disk; the next run copies it again",
+                s.root.display()
+            );
+            for r in records.iter_mut().filter(|r| r.state == State::Verified) {
+                r.state = State::Failed;
+                r.error = Some(error.clone());
+            }
+            self.failures.push(Failure {
+                key: s.root.display().to_string(),
+                error,
+                kind: None,
+            });
         }
-        self.pending.clear();
+        self.write(&records)
+    }
+
+    fn write(&self, records: &[ObjectRecord]) -> Result<(), RunError> {
+        if let Some(j) = &self.journal
+            && !records.is_empty()
+        {
+            j.lock().expect("journal lock").put_all(records)?;
+            if logging() {
+                for r in records {
+                    note("journaled", &format!("{} {:?}", r.key, r.state));
+                }
+            }
+        }
         Ok(())
     }
 

@@ -7,6 +7,7 @@ mod copy;
 mod creds;
 mod drain;
 mod drain_faults;
+mod durable;
 mod encrypted_source;
 mod faults;
 mod fidelity;

@@ -239,12 +239,14 @@ pub(super) fn finish_file(
         });
     }
     std::fs::rename(tmp, dest).map_err(&err)?;
+    super::commit::note("renamed", &dest.display().to_string());
     if fsync == Fsync::Object
         && let Some(dir) = dest.parent()
     {
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(write_err(dir))?;
+        super::commit::note("durable", &dest.display().to_string());
     }
     // The ETag as the destination's listing will show it: the rename moves the inode's ctime on
     // most file systems, so the file is looked at again under its final name.
@@ -271,12 +273,9 @@ pub(super) fn crc_of_file(f: &File, size: u64) -> std::io::Result<u64> {
 
 /// `--fsync end`: the destination's file system synced once, when the run ends.
 pub fn sync_file_system(root: &Path) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let d = File::open(root)?;
-    // SAFETY: a valid open descriptor.
-    if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    super::commit::note("sync-start", "end");
+    super::commit::syncfs(root)?;
+    super::commit::note("sync-end", "end");
     Ok(())
 }
 

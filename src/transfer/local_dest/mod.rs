@@ -33,11 +33,13 @@
 //! behind them complete (`Checkpoints`); it resumes from the longest run of kept parts from its
 //! first byte, read back through its in-order digests, and one ranged GET fetches the rest.
 //!
-//! Durability (`--fsync`): `object` (default) syncs the file's data and its folder entry before
-//! the object is journaled as done; `end` syncs the destination file system once when the run
-//! ends (a crash before that may lose objects the journal calls done: the next run, trusting the
-//! journal, would not copy them again without `--no-journal`-like care); `never` leaves it to the
-//! operating system.
+//! Durability (`--fsync`, table at [`crate::transfer::Fsync`]): `batch` (default) renames files
+//! into place unsynced and syncs them in groups, each group's journal rows written only after
+//! its sync returned (`commit`, hooked into `tally::JournalBatch`); `object` syncs each file's
+//! data and its folder entry before the object is journaled as done; `end` syncs the
+//! destination file system once when the run ends (a crash before that may lose objects the
+//! journal calls done: the next run, trusting the journal, would not copy them again); `never`
+//! leaves it to the operating system.
 //!
 //! Metadata: with `--preserve-mtime` (default) the file gets the source's last-modified time
 //! (or the time a local source recorded in moverctl's metadata), and the mode a local source
@@ -45,8 +47,9 @@
 //!
 //! Here: one object's copy in steps (how it is read, its temporary file, the reads, the final
 //! name) and the adoption of a killed run's files. The file itself is in `file`, how bytes reach
-//! it in `read`, and reading a killed run's parts back in `resume`.
+//! it in `read`, reading a killed run's parts back in `resume`, and group commit in `commit`.
 
+pub mod commit;
 pub(in crate::transfer) mod file;
 mod read;
 mod resume;
