@@ -22,6 +22,7 @@
 # Environment: N (8) SIZE_MIB (512) ROUNDS (3) PORT (3930) IDLE_CKPTS (100) IDLE_FILES (100)
 # IDLE_SECS (60) IDLE_EVERY (1m) IDLE_POLL (10s) PARTS (time idle; both by default: "ttd idle")
 # OUT (report; default bench/results/<date>-drain.md) SKIP_BUILD=1 BENCH_PROFILE (release|debug)
+# MOVERCTL_BIN (a moverctl binary to use instead of target/PROFILE/moverctl)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -53,7 +54,7 @@ if [[ ${SKIP_BUILD:-} != 1 ]]; then
     (cd "$ROOT" && cargo build -j 2 --quiet --bin moverctl)
   fi
 fi
-MOVERCTL="$ROOT/target/$PROFILE/moverctl"
+MOVERCTL="${MOVERCTL_BIN:-$ROOT/target/$PROFILE/moverctl}"
 RCLONE_BIN="$(bash "$ROOT/../shared/tools/rclone-latest.sh" 2>/dev/null | tail -n 1 || true)"
 [[ -x $RCLONE_BIN ]] || RCLONE_BIN="$(command -v rclone || true)"
 [[ -x $RCLONE_BIN ]] || {
