@@ -197,7 +197,7 @@ pub fn plan<'c>(
         .iter()
         .map(|d| Place::resolve(catalog, d).map_err(|e| flag("--to", d, e)))
         .collect::<Result<_, _>>()?;
-    distinct_places(&source, &destinations)?;
+    distinct_places(spec, &source, &destinations, observer)?;
     let (source_probe, probes) = find_probes(spec, &source, &destinations);
     let in_flight = (base.concurrency.max(1) as usize).saturating_mul(base.workers.max(1) as usize);
     let assumed: Vec<Assumptions> = probes
@@ -412,18 +412,26 @@ fn list_corpus(
     Ok(corpus.finish(format!("listing {shown}"))?)
 }
 
-/// Refuse a destination that is the source (nothing to move; "stay" is priced with a compute
-/// location) and a destination listed twice, under any spelling (`b2` and `backblaze-b2`).
-fn distinct_places(source: &Place, destinations: &[Place]) -> Result<(), JobError> {
+/// Refuse a move from a store to itself (`--src` and `--dst` the same location) and a
+/// destination listed twice under any spelling (`b2` and `backblaze-b2`). A destination that is
+/// the source's place is a move between two buckets (or folders) of one store, priced as such;
+/// without locations to tell them apart, a note says so.
+fn distinct_places(
+    spec: &PlanSpec,
+    source: &Place,
+    destinations: &[Place],
+    observer: &dyn Observer,
+) -> Result<(), JobError> {
     let usage = |m: String| Err(JobError::Usage(m));
+    let trimmed = |l: &str| l.trim().trim_end_matches('/').to_string();
+    if let (Some(s), Some(d)) = (&spec.src, &spec.dst)
+        && trimmed(s) == trimmed(d)
+    {
+        return usage(format!(
+            "--src and --dst are the same location ({s}): a move from a store to itself moves nothing; give the destination's location as --dst"
+        ));
+    }
     for (i, d) in destinations.iter().enumerate() {
-        if d.canonical() == source.canonical() {
-            return usage(format!(
-                "--to {:?} is the source itself ({}): nothing would move; drop it from --to (with --compute-at, staying is priced as the \"stay\" candidate)",
-                d.given,
-                d.canonical()
-            ));
-        }
         if let Some(e) = destinations[..i]
             .iter()
             .find(|e| e.canonical() == d.canonical())
@@ -433,6 +441,13 @@ fn distinct_places(source: &Place, destinations: &[Place]) -> Result<(), JobErro
                 d.canonical(),
                 e.given,
                 d.given
+            ));
+        }
+        if d.canonical() == source.canonical() && spec.src.is_none() && spec.dst.is_none() {
+            observer.note(&format!(
+                "note: --to {:?} is --from's own place ({}): priced as a copy between two buckets or folders of that store (give --src and --dst to name them; with --compute-at, staying is the \"stay\" candidate)",
+                d.given,
+                d.canonical()
             ));
         }
     }

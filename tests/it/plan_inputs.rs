@@ -209,12 +209,24 @@ fn small_bad_inputs_name_the_flag_and_what_to_do() {
         ],
     );
     refused("aws", "b2,backblaze-b2", &[], &["twice"]);
+    // A move from a store to itself: the same location on both sides.
     refused(
-        "aws:us-east-1",
-        "wasabi,aws:us-east-1/standard",
-        &[],
-        &["is the source itself", "drop it from --to"],
+        "onprem",
+        "onprem",
+        &["--src", "/data/corpus", "--dst", "/data/corpus/"],
+        &["--src and --dst are the same location", "--dst"],
     );
+    // The source's own place without locations: two buckets of one store, priced, with a note.
+    let mut a = vec![
+        "--from",
+        "aws:us-east-1",
+        "--to",
+        "wasabi,aws:us-east-1/standard",
+    ];
+    a.extend_from_slice(CORPUS);
+    let o = plan(&a);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(err(&o).contains("is --from's own place"), "{}", err(&o));
     // Another class in the same region is a real move (a class change), and is priced.
     let mut a = vec!["--from", "aws", "--to", "aws/glacier-ir"];
     a.extend_from_slice(CORPUS);
