@@ -134,6 +134,33 @@ fn b2_and_r2_are_aliases_shown_by_providers() {
             "cloudflare-r2:auto/standard"
         ]
     );
+    // --pick takes the alias too.
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = vec![
+        "--from",
+        "aws",
+        "--to",
+        "backblaze-b2,cloudflare-r2",
+        "--pick",
+        "r2",
+        "--save",
+        "p",
+    ];
+    a.extend_from_slice(CORPUS);
+    let o = moverctl()
+        .arg("plan")
+        .args(&a)
+        .arg("--plans-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let saved = std::fs::read_to_string(dir.path().join("p.toml")).unwrap();
+    // R2 costs more than B2 here: only the alias can have picked it.
+    assert!(
+        saved.contains("[destination]\nplace = \"cloudflare-r2:auto/standard\""),
+        "{saved}"
+    );
     let o = moverctl().arg("providers").output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("backblaze-b2 (also b2)"), "{out}");
