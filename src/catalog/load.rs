@@ -25,6 +25,8 @@ pub struct Provider {
 #[derive(Debug, Clone)]
 pub struct Catalog {
     providers: BTreeMap<String, Provider>,
+    /// Other names of a provider (`b2` → `backblaze-b2`), from each file's `aliases`.
+    aliases: BTreeMap<String, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -33,22 +35,33 @@ pub enum CatalogError {
     Invalid(#[from] FileError),
     #[error("{file}: {message}")]
     Io { file: String, message: String },
-    #[error("unknown provider {name:?}; known providers: {known}")]
-    UnknownProvider { name: String, known: String },
+    /// `hint` is `" (did you mean X?)"` or empty, here and below.
+    #[error("unknown provider {name:?}{hint}; known providers: {known}")]
+    UnknownProvider {
+        name: String,
+        hint: String,
+        known: String,
+    },
     #[error(
-        "unknown fast tier {name:?}; known fast tiers: {known} (or `onprem` with --fast-tier-price and --fast-tier-throughput)"
+        "unknown fast tier {name:?}{hint}; known fast tiers: {known} (or `onprem` with --fast-tier-price and --fast-tier-throughput)"
     )]
-    UnknownFastTier { name: String, known: String },
-    #[error("provider {provider:?} has no region {region:?}; its regions: {known}")]
+    UnknownFastTier {
+        name: String,
+        hint: String,
+        known: String,
+    },
+    #[error("provider {provider:?} has no region {region:?}{hint}; its regions: {known}")]
     UnknownRegion {
         provider: String,
         region: String,
+        hint: String,
         known: String,
     },
-    #[error("provider {provider:?} has no storage class {class:?}; its classes: {known}")]
+    #[error("provider {provider:?} has no storage class {class:?}{hint}; its classes: {known}")]
     UnknownClass {
         provider: String,
         class: String,
+        hint: String,
         known: String,
     },
 }
@@ -87,14 +100,23 @@ impl Catalog {
                 providers.insert(p.file.id.clone(), p);
             }
         }
-        Ok(Catalog { providers })
+        let aliases = aliases_of(&providers)?;
+        Ok(Catalog { providers, aliases })
     }
 
+    /// The provider `id`, or the one `id` is an alias of (`b2`); an unknown name lists the
+    /// known ones and the nearest.
     pub fn get(&self, id: &str) -> Result<&Provider, CatalogError> {
+        let id = id.trim();
+        let found = (self.aliases.get(id)).map_or(id, String::as_str);
         self.providers
-            .get(id)
+            .get(found)
             .ok_or_else(|| CatalogError::UnknownProvider {
                 name: id.to_string(),
+                hint: super::suggest::hint(
+                    id,
+                    (self.providers.keys().chain(self.aliases.keys())).map(String::as_str),
+                ),
                 known: self.ids().join(", "),
             })
     }
@@ -122,6 +144,33 @@ impl Catalog {
         }
         format!("sha256:{}", hex(&h.finalize()))
     }
+}
+
+/// Every alias to its provider's id; an alias that is also an id, or names two providers, is an
+/// error naming both files.
+fn aliases_of(
+    providers: &BTreeMap<String, Provider>,
+) -> Result<BTreeMap<String, String>, CatalogError> {
+    let mut aliases: BTreeMap<String, String> = BTreeMap::new();
+    for p in providers.values() {
+        for a in &p.file.aliases {
+            let clash = match (providers.get(a), aliases.get(a)) {
+                (Some(other), _) => Some(other.origin.clone()),
+                (None, Some(id)) => Some(providers[id].origin.clone()),
+                (None, None) => None,
+            };
+            if let Some(other) = clash {
+                return Err(CatalogError::Io {
+                    file: p.origin.clone(),
+                    message: format!(
+                        "alias {a:?} is already a name of {other}; give each alias to one provider"
+                    ),
+                });
+            }
+            aliases.insert(a.clone(), p.file.id.clone());
+        }
+    }
+    Ok(aliases)
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -175,6 +224,15 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
                 f.schema
             ),
         );
+    }
+    for (i, a) in f.aliases.iter().enumerate() {
+        let ok = (a.chars()).all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if a.is_empty() || !ok || *a == f.id {
+            return err(
+                &format!("aliases[{i}]"),
+                format!("alias {a:?}: give another short name of lowercase letters, digits and -"),
+            );
+        }
     }
     let stem = file_name.trim_end_matches(".toml");
     if f.id != stem {
@@ -602,6 +660,7 @@ impl Catalog {
             .copied()
             .ok_or_else(|| CatalogError::UnknownFastTier {
                 name: id.to_string(),
+                hint: super::suggest::hint(id, all.iter().map(|t| t.id.as_str())),
                 known: all
                     .iter()
                     .map(|t| t.id.as_str())

@@ -4,6 +4,7 @@
 mod load;
 pub mod parts;
 pub mod schema;
+pub mod suggest;
 
 pub use load::{Catalog, CatalogError, Provider, parse_provider};
 use rust_decimal::Decimal;
@@ -32,6 +33,7 @@ impl<'c> Place<'c> {
         };
         let provider = catalog.get(pid)?;
         let f = &provider.file;
+        let pid = f.id.as_str();
         let region_id = region.unwrap_or(&f.default_region);
         let region = f
             .regions
@@ -40,6 +42,7 @@ impl<'c> Place<'c> {
             .ok_or_else(|| CatalogError::UnknownRegion {
                 provider: pid.to_string(),
                 region: region_id.to_string(),
+                hint: suggest::hint(region_id, f.regions.iter().map(|r| r.id.as_str())),
                 known: f
                     .regions
                     .iter()
@@ -52,6 +55,7 @@ impl<'c> Place<'c> {
             CatalogError::UnknownClass {
                 provider: pid.to_string(),
                 class: class_id.to_string(),
+                hint: suggest::hint(class_id, f.classes.iter().map(|c| c.id.as_str())),
                 known: f
                     .classes
                     .iter()

@@ -21,6 +21,9 @@ pub struct ProviderFile {
     pub schema: u32,
     /// Short name used on the command line (`aws`, `backblaze-b2`); must match the file name.
     pub id: String,
+    /// Other names accepted on the command line (`b2` for `backblaze-b2`), shown by `providers`.
+    #[serde(default)]
+    pub aliases: Vec<String>,
     pub name: String,
     pub kind: ProviderKind,
     #[serde(default)]

@@ -25,11 +25,10 @@ use moverctl::job::plan::{
 };
 use moverctl::job::shard::split::{SplitRequest, inventory_format, split_for};
 use moverctl::money::Usd;
-use moverctl::plan::corpus::Corpus;
+use moverctl::plan::corpus::{Corpus, parse_size};
 use moverctl::plan::horizon::Reads;
 use moverctl::plan::model::Assumptions;
 use moverctl::plan::render;
-use moverctl::units::{parse_bytes, parse_rate};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
 use std::path::PathBuf;
@@ -60,10 +59,10 @@ pub struct PlanArgs {
     #[arg(long, conflicts_with_all = ["from", "to", "bytes", "objects", "inventory"])]
     pub example: bool,
     /// Where the data is now: PROVIDER[:REGION][/CLASS], e.g. aws:us-east-1/standard.
-    #[arg(long, required_unless_present = "example")]
+    #[arg(long)]
     pub from: Option<String>,
     /// Candidate destinations, comma-separated: backblaze-b2,cloudflare-r2,wasabi:us-east-1.
-    #[arg(long, value_delimiter = ',', required_unless_present_any = ["example", "tiering"])]
+    #[arg(long, value_delimiter = ',')]
     pub to: Vec<String>,
     /// Total size of the corpus: 2PB, 200TiB, 1.5TB.
     #[arg(long, allow_hyphen_values = true)]
@@ -90,8 +89,8 @@ pub struct PlanArgs {
     /// Months of destination storage to price (the horizon).
     #[arg(long, default_value_t = 12)]
     pub months: u32,
-    /// Where the GPUs that read the corpus run: PROVIDER[:REGION] (a GPU cloud without a provider
-    /// file, e.g. lambda, is priced as reached over the internet). Adds "stay" as a candidate and
+    /// Where the GPUs that read the corpus run: PROVIDER[:REGION], or internet:NAME for a GPU cloud
+    /// without a provider file (e.g. internet:lambda; priced as reached over the internet). Adds "stay" as a candidate and
     /// prices every month's reads.
     #[arg(long, value_name = "PROVIDER[:REGION]")]
     pub compute_at: Option<String>,
@@ -139,13 +138,13 @@ pub struct PlanArgs {
     #[arg(long)]
     pub no_server_side: bool,
     /// What the idle GPU cluster costs per hour, in USD.
-    #[arg(long, conflicts_with_all = ["gpus", "gpu_rate"])]
+    #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["gpus", "gpu_rate"])]
     pub gpu_hourly: Option<String>,
     /// GPUs idling during the move (with --gpu-rate).
     #[arg(long, requires = "gpu_rate")]
     pub gpus: Option<u32>,
     /// USD per GPU-hour (with --gpus).
-    #[arg(long, requires = "gpus")]
+    #[arg(long, allow_hyphen_values = true, requires = "gpus")]
     pub gpu_rate: Option<String>,
     /// Assume the source's "leaving the cloud" egress waiver is granted (its conditions are printed).
     #[arg(long)]
@@ -266,16 +265,17 @@ fn resolve(
         config,
     )?;
     let args = if example { example_args(args)? } else { args };
-    let from = args
-        .from
-        .clone()
-        .ok_or_else(|| usage("--from is required"))?;
+    let from = args.from.clone().ok_or_else(|| {
+        usage("plan needs --from (where the data is), --to (candidate destinations) and the corpus (--bytes and --objects, or --inventory); see `moverctl plan --example`")
+    })?;
     let to: Vec<String> = (args.to.iter())
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
     if to.is_empty() {
-        return Err(usage("--to needs at least one destination"));
+        return Err(usage(
+            "--to needs at least one destination, e.g. --to backblaze-b2,wasabi; see `moverctl plan --example`",
+        ));
     }
     let (corpus, ranges) = match split {
         Some(s) => (s.corpus, Some(s.ranges)),
@@ -334,8 +334,8 @@ fn corpus_of(config: Option<&std::path::Path>, args: &PlanArgs) -> Result<Corpus
 /// The model's assumptions from the flags (`same_service`, `restore` and `measured` are the
 /// job's).
 fn assumptions_of(catalog: &Catalog, args: &PlanArgs) -> Result<Assumptions, CliError> {
-    let rate = |flag: &str, v: &str| parse_rate(v).map_err(|e| usage(format!("{flag}: {e}")));
-    let size = |flag: &str, v: &str| parse_bytes(v).map_err(|e| usage(format!("{flag}: {e}")));
+    let rate = moverctl::job::plan::rate_flag;
+    let size = |flag: &str, v: &str| parse_size(v).map_err(|e| usage(format!("{flag}: {e}")));
     let positive = |flag: &str, v: u32| {
         if v == 0 {
             Err(usage(format!("{flag} must be at least 1")))
@@ -394,8 +394,9 @@ fn reads_of(catalog: &Catalog, args: &PlanArgs) -> Result<(u32, Option<Reads>), 
         Ok(d)
     };
     let months = args.over_months.unwrap_or(args.months);
-    if args.over_months == Some(0) {
-        return Err(usage("--over-months must be at least 1"));
+    if months == 0 {
+        let flag = ["--months", "--over-months"][usize::from(args.over_months.is_some())];
+        return Err(usage(format!("{flag} 0: the horizon is at least 1 month")));
     }
     if months > MAX_MONTHS {
         return Err(usage(format!(
@@ -483,7 +484,9 @@ fn gpu_hourly_of(a: &PlanArgs) -> Result<Usd, CliError> {
 fn tiering(catalog: &Catalog, a: &PlanArgs) -> Result<(), CliError> {
     use moverctl::{job::plan_tiering as t, plan::render_tiering as r};
     let gpu = gpu_hourly_of(a)?;
-    let (from, report) = (a.from.as_deref().unwrap_or_default(), a.report.as_deref());
+    let from = (a.from.as_deref())
+        .ok_or_else(|| usage("plan --tiering needs --from (the object store)"))?;
+    let report = a.report.as_deref();
     let out = t::run(catalog, &a.tiering, from, gpu, a.no_probe, report)?;
     let (stdout, stderr) = r::output(&out.plan, a.json, out.report.transpose()?.as_deref());
     print!("{stdout}");

@@ -179,7 +179,8 @@ pub fn plan<'c>(
     spec: &PlanSpec,
     observer: &dyn Observer,
 ) -> Result<PlanOutcome<'c>, JobError> {
-    let source = Place::resolve(catalog, &spec.from)?;
+    let flag = |f: &str, given: &str, e| JobError::Usage(format!("{f} {given:?}: {e}"));
+    let source = Place::resolve(catalog, &spec.from).map_err(|e| flag("--from", &spec.from, e))?;
     let mut base = spec.assumptions.clone();
     if base.same_service.is_none() {
         base.same_service = same_service(
@@ -194,8 +195,9 @@ pub fn plan<'c>(
     let destinations: Vec<Place> = spec
         .to
         .iter()
-        .map(|d| Place::resolve(catalog, d))
+        .map(|d| Place::resolve(catalog, d).map_err(|e| flag("--to", d, e)))
         .collect::<Result<_, _>>()?;
+    distinct_places(spec, &source, &destinations, observer)?;
     let (source_probe, probes) = find_probes(spec, &source, &destinations);
     let in_flight = (base.concurrency.max(1) as usize).saturating_mul(base.workers.max(1) as usize);
     let assumed: Vec<Assumptions> = probes
@@ -410,50 +412,118 @@ fn list_corpus(
     Ok(corpus.finish(format!("listing {shown}"))?)
 }
 
-/// `PROVIDER[:REGION]` of the compute location. A provider with a catalog file must name one of
-/// its regions (default: its default region); any other name is a place reached over the
-/// internet.
+/// Refuse a move from a store to itself (`--src` and `--dst` the same location) and a
+/// destination listed twice under any spelling (`b2` and `backblaze-b2`). A destination that is
+/// the source's place is a move between two buckets (or folders) of one store, priced as such;
+/// without locations to tell them apart, a note says so.
+fn distinct_places(
+    spec: &PlanSpec,
+    source: &Place,
+    destinations: &[Place],
+    observer: &dyn Observer,
+) -> Result<(), JobError> {
+    let usage = |m: String| Err(JobError::Usage(m));
+    let trimmed = |l: &str| l.trim().trim_end_matches('/').to_string();
+    if let (Some(s), Some(d)) = (&spec.src, &spec.dst)
+        && trimmed(s) == trimmed(d)
+    {
+        return usage(format!(
+            "--src and --dst are the same location ({s}): a move from a store to itself moves nothing; give the destination's location as --dst"
+        ));
+    }
+    for (i, d) in destinations.iter().enumerate() {
+        if let Some(e) = destinations[..i]
+            .iter()
+            .find(|e| e.canonical() == d.canonical())
+        {
+            return usage(format!(
+                "--to lists {} twice ({:?} and {:?}): give each destination once",
+                d.canonical(),
+                e.given,
+                d.given
+            ));
+        }
+        if d.canonical() == source.canonical() && spec.src.is_none() && spec.dst.is_none() {
+            observer.note(&format!(
+                "note: --to {:?} is --from's own place ({}): priced as a copy between two buckets or folders of that store (give --src and --dst to name them; with --compute-at, staying is the \"stay\" candidate)",
+                d.given,
+                d.canonical()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `--compute-at PROVIDER[:REGION]`: a catalog provider (or an alias) and one of its regions, or
+/// `internet[:NAME]` for a GPU cloud without a provider file (`internet:lambda`), whose reads
+/// from every store are priced as internet egress. Any other name is refused with the nearest
+/// known id: a typo must not silently price every read as internet egress.
 pub fn compute_at(catalog: &Catalog, given: &str) -> Result<ComputeAt, JobError> {
+    use crate::catalog::suggest;
     let usage = |m: String| JobError::Usage(m);
     let given = given.trim();
     let (pid, region) = match given.split_once(':') {
         Some((p, r)) => (p.trim(), Some(r.trim())),
         None => (given, None),
     };
-    if pid.is_empty()
-        || !pid
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        || given.contains('/')
-    {
+    let word = |w: &str| {
+        !w.is_empty()
+            && (w.chars()).all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    };
+    if !word(pid) || region.is_some_and(|r| !word(r)) || given.contains('/') {
         return Err(usage(format!(
-            "--compute-at {given:?}: give PROVIDER[:REGION], e.g. coreweave or aws:us-east-1 (no storage class)"
+            "--compute-at {given:?}: give PROVIDER[:REGION], e.g. coreweave or aws:us-east-1 (no storage class), or internet:NAME for a GPU cloud without a provider file"
         )));
     }
-    let Ok(p) = catalog.get(pid) else {
-        return Ok(ComputeAt {
-            given: given.to_string(),
-            provider: pid.to_string(),
-            region: region.map(str::to_string),
-            in_catalog: false,
-        });
+    let p = match catalog.get(pid) {
+        Ok(p) => p,
+        Err(_) if pid == INTERNET => {
+            return Ok(ComputeAt {
+                given: given.to_string(),
+                provider: INTERNET.to_string(),
+                region: region.map(str::to_string),
+                in_catalog: false,
+            });
+        }
+        Err(e) => {
+            return Err(usage(format!(
+                "--compute-at {given:?}: {e}; a GPU cloud without a provider file is given as internet:NAME (e.g. internet:lambda) and its reads are priced as internet egress"
+            )));
+        }
     };
-    let region = region.unwrap_or(&p.file.default_region);
-    if !p.file.regions.iter().any(|r| r.id == region) {
+    let f = &p.file;
+    let region = region.unwrap_or(&f.default_region);
+    if !f.regions.iter().any(|r| r.id == region) {
+        let ids = || f.regions.iter().map(|r| r.id.as_str());
         return Err(usage(format!(
-            "--compute-at {given:?}: {pid} has no region {region:?}; its regions: {}",
-            p.file
-                .regions
-                .iter()
-                .map(|r| r.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            "--compute-at {given:?}: {} has no region {region:?}{}; its regions: {}",
+            f.id,
+            suggest::hint(region, ids()),
+            ids().collect::<Vec<_>>().join(", ")
         )));
     }
     Ok(ComputeAt {
         given: given.to_string(),
-        provider: pid.to_string(),
+        provider: f.id.clone(),
         region: Some(region.to_string()),
         in_catalog: true,
     })
 }
+
+/// A rate flag of `plan` (`--bandwidth 10Gbps`); zero is refused as zero, not as a missing unit.
+pub fn rate_flag(flag: &str, v: &str) -> Result<rust_decimal::Decimal, JobError> {
+    let zero = (v
+        .trim()
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '/'))
+    .parse::<rust_decimal::Decimal>()
+    .is_ok_and(|n| n.is_zero());
+    if zero {
+        return Err(JobError::Usage(format!(
+            "{flag} {v:?}: must be above 0, with a unit such as 10Gbps or 1.2GB/s"
+        )));
+    }
+    crate::units::parse_rate(v).map_err(|e| JobError::Usage(format!("{flag}: {e}")))
+}
+
+/// `--compute-at internet[:NAME]`: GPUs outside the catalog, reached over the internet.
+pub const INTERNET: &str = "internet";

@@ -306,14 +306,16 @@ pub struct ComputeAt {
     /// As the user wrote it.
     pub given: String,
     pub provider: String,
-    /// The region (the provider's default when not given); `None` for a place not in the catalog.
+    /// The region (the provider's default when not given); for a place not in the catalog
+    /// (`internet[:NAME]`, provider `internet`) the NAME, if given.
     pub region: Option<String>,
-    /// False for a GPU cloud without a provider file (Lambda, RunPod): every read is internet egress.
+    /// False for a GPU cloud without a provider file (`internet:lambda`): every read is internet
+    /// egress.
     pub in_catalog: bool,
 }
 
 impl ComputeAt {
-    /// `provider:region`, or the name as given for a place not in the catalog.
+    /// `provider:region` (`internet:lambda` for a place not in the catalog), or the provider.
     pub fn canonical(&self) -> String {
         match &self.region {
             Some(r) => format!("{}:{}", self.provider, r),

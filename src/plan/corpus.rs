@@ -5,7 +5,7 @@
 //! bucket differ by at most 9 %). Each bucket keeps the exact object count and exact byte total, so
 //! totals are exact; per-object rules (part counts, minimum billable size) use the bucket's mean.
 
-use crate::units::{parse_bytes, parse_count};
+use crate::units::parse_count;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -74,7 +74,7 @@ impl Corpus {
         let flag = |name: &str, r: Result<u64, String>| {
             r.map_err(|e| CorpusError::Flags(format!("{name}: {e}")))
         };
-        let bytes = bytes.map(|b| flag("--bytes", parse_bytes(b))).transpose()?;
+        let bytes = bytes.map(|b| flag("--bytes", parse_size(b))).transpose()?;
         let objects = objects
             .map(|o| flag("--objects", parse_count(o)))
             .transpose()?;
@@ -238,7 +238,7 @@ fn profile_buckets(
         if share <= rust_decimal::Decimal::ZERO {
             return Err(bad(format!("share {share}% must be above zero")));
         }
-        let size = parse_bytes(size).map_err(bad)?;
+        let size = parse_size(size).map_err(bad)?;
         share_sum += share;
         parts.push((share, size));
     }
@@ -510,6 +510,24 @@ fn percent_decoded(s: &str) -> String {
         }
     }
     String::from_utf8(out).unwrap_or_else(|_| s.to_string())
+}
+
+/// A size given to `plan` (`--bytes`, profile sizes, part sizes): as [`crate::units::parse_bytes`],
+/// but a lowercase `b` after a prefix (`2Pb`, `64Mib`) is refused as ambiguous: the plan's rate
+/// flags read it as bits (`10Gbps`), a size means bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let unit = t.trim_start_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | '_' | ','));
+    let unit = unit.trim();
+    if unit.len() > 1 && unit.ends_with('b') {
+        let prefix = &unit[..unit.len() - 1];
+        return Err(format!(
+            "{t:?}: a lowercase b means bits (as in 10Gbps); for a size write {n}{u}B (bytes, powers of 1000) or {n}{u}iB (powers of 1024)",
+            n = &t[..t.len() - unit.len()].trim(),
+            u = prefix.trim_end_matches('i').to_ascii_uppercase(),
+        ));
+    }
+    crate::units::parse_bytes(t)
 }
 
 #[cfg(test)]

@@ -41,8 +41,12 @@ pub fn list(catalog: &Catalog) -> String {
     for p in catalog.providers() {
         let f = &p.file;
         let (oldest, newest) = price_dates(f);
+        let id = match f.aliases.is_empty() {
+            true => f.id.clone(),
+            false => format!("{} (also {})", f.id, f.aliases.join(", ")),
+        };
         t.add_row(vec![
-            f.id.clone(),
+            id,
             f.name.clone(),
             f.kind.as_str().to_string(),
             format!("{}/{}", f.default_region, f.default_class),

@@ -24,6 +24,7 @@ mod ops;
 mod plan_file;
 mod plan_golden;
 mod plan_horizon;
+mod plan_inputs;
 mod plan_report;
 mod plan_restore;
 mod plan_src;

@@ -53,7 +53,8 @@ pub(super) fn write_report(
 }
 
 /// The ranked candidate a saved plan moves to: the cheapest move, or the one picked.
-fn picked(ranked: &[Candidate], pick: Option<&str>) -> Result<usize, JobError> {
+/// `--pick` may name a provider by an alias (`b2`).
+fn picked(catalog: &Catalog, ranked: &[Candidate], pick: Option<&str>) -> Result<usize, JobError> {
     match pick {
         None => ranked
             .iter()
@@ -65,7 +66,8 @@ fn picked(ranked: &[Candidate], pick: Option<&str>) -> Result<usize, JobError> {
         Some(p) => ranked
             .iter()
             .position(|c| {
-                c.kind == Kind::Move && (c.destination == p || c.resolved == p || c.provider == p)
+                let id = catalog.get(p).map_or(p, |f| f.file.id.as_str());
+                c.kind == Kind::Move && (c.destination == p || c.resolved == p || c.provider == id)
             })
             .ok_or_else(|| {
                 usage(format!(
@@ -87,7 +89,7 @@ pub(super) fn save(
     out: &PlanOutcome,
     s: &Save,
 ) -> Result<Saved, JobError> {
-    let idx = picked(&out.ranked, s.pick.as_deref())?;
+    let idx = picked(catalog, &out.ranked, s.pick.as_deref())?;
     let chosen = &out.ranked[idx];
     let dst_index = out.destination_of(chosen).expect("a saved plan is a move");
     let others: Vec<Candidate> = out
