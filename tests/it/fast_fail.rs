@@ -90,6 +90,17 @@ fn a_refused_endpoint_fails_in_seconds_naming_the_address() {
             "dead:bucket/p".into(),
             dst.display().to_string(),
         ],
+        [
+            "plan",
+            "--from",
+            "onprem",
+            "--to",
+            "aws",
+            "--src",
+            "dead:bucket/p",
+        ]
+        .map(String::from)
+        .to_vec(),
     ] {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (o, took) = env.run(&args);
