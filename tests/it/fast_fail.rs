@@ -50,6 +50,7 @@ impl Env {
             .env("FF_KEY", "GKffffffffffffffffffffffff")
             .env("FF_SECRET", "not-a-secret")
             .env_remove("AWS_ENDPOINT_URL")
+            .env_remove("MOVERCTL_SKIP_REACH_CHECK")
             .env_remove("AWS_ENDPOINT_URL_S3")
             .env_remove("HTTP_PROXY")
             .env_remove("http_proxy")
