@@ -55,9 +55,7 @@ pub fn not_empty(store: &Store) -> Result<(), JobError> {
     let rt = super::runtime()?;
     let first = rt.block_on(async { list(store).next().await });
     match first {
-        Some(item) => item.map(|_| ()).map_err(|e| {
-            JobError::from(e).naming_credentials(&super::trust::credentials_hint(&[store]))
-        }),
+        Some(item) => item.map(|_| ()).map_err(JobError::from),
         None => Err(JobError::EmptySource {
             location: store.shown(),
             nearby: rt.block_on(nearby(store)),

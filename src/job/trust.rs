@@ -114,6 +114,7 @@ pub fn open_pair_guarded(
 ) -> Result<(Store, Store), JobError> {
     let (src, dst) = Store::open_pair_with(src, dst, remotes, |s| {
         super::preflight::source(s, allow_empty)
+            .map_err(|e| e.naming_credentials(&credentials_hint(&[s])))
     })?;
     super::preflight::reachable(&dst)?;
     Ok(refined(catalog, (src, dst)))
