@@ -10,8 +10,8 @@ pub enum Exit {
     /// A failure at run time that is not the input's fault (a file could not be written, …).
     Failure = 1,
     /// Bad input: a flag, a provider file, a plan file, an inventory or a location is wrong (a
-    /// missing source folder, overlapping source and destination, a password in an endpoint);
-    /// nothing was done.
+    /// missing source folder, overlapping source and destination, a password in an endpoint, an
+    /// endpoint that cannot be connected to, a glob in a cloud location); nothing was done.
     BadInput = 2,
     /// The command ran to the end, but some objects could not be handled; it says which. Also
     /// `stage --evict` keeping staged files whose original is missing or changed at the source.
@@ -39,6 +39,9 @@ pub enum Exit {
     Unverified = 9,
     /// `stage --wait-ready`: the ready marker(s) did not appear before `--timeout`.
     NotReady = 10,
+    /// `copy`, `exec`: the source listed no object (a prefix that does not exist?) and
+    /// `--allow-empty-source` was not given; nothing was done.
+    EmptySource = 11,
     /// Stopped by Ctrl-C (or SIGINT) after the objects in flight finished; run again to resume.
     Interrupted = 130,
 }
@@ -52,7 +55,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         2,
-        "bad input: a flag, provider file, plan file, inventory or location is wrong (the message names it), e.g. a missing local source, overlapping source and destination, a password in an endpoint URL; nothing was done",
+        "bad input: a flag, provider file, plan file, inventory or location is wrong (the message names it), e.g. a missing local source, overlapping source and destination, a password in an endpoint URL, an endpoint that refuses or does not answer connections (checked in seconds before the first request), a `*` or `?` in a cloud location; nothing was done",
     ),
     (
         3,
@@ -85,6 +88,10 @@ pub const TABLE: &[(u8, &str)] = &[
     (
         10,
         "stage --wait-ready: the ready marker(s) did not appear before --timeout (the stage has not finished, or failed); the message names the missing markers",
+    ),
+    (
+        11,
+        "copy, exec: the source listed no objects (a prefix that does not exist, a typo?); the message shows the nearest existing names when it can; nothing was copied or created; --allow-empty-source accepts an empty source (exit 0)",
     ),
     (
         130,

@@ -147,6 +147,10 @@ pub struct CopyArgs {
     /// not succeed still go to stderr.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Copy even when the source lists no object (exit 0, nothing done). Without it an empty
+    /// source (a typo'd prefix) exits 11 and nothing is created at the destination.
+    #[arg(long)]
+    pub allow_empty_source: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -182,6 +186,10 @@ pub struct ExecArgs {
         value_name = "LOCATION"
     )]
     pub progress: Option<String>,
+    /// Copy even when the source lists no object (exit 0, nothing done). Without it an empty
+    /// source (a typo'd prefix) exits 11 and nothing is created at the destination.
+    #[arg(long)]
+    pub allow_empty_source: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
 }

@@ -17,7 +17,13 @@ use moverctl::units::fmt_bytes;
 use std::io::Write;
 
 pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<Exit, CliError> {
-    let (src, mut dst) = moverctl::job::copy::open_pair(catalog, &args.src, &args.dst, remotes)?;
+    let (src, mut dst) = moverctl::job::copy::open_pair(
+        catalog,
+        &args.src,
+        &args.dst,
+        remotes,
+        args.allow_empty_source,
+    )?;
     moverctl::job::trust::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, None)?;
     r.quiet = args.quiet;
@@ -36,7 +42,10 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
     };
     let src_loc = located(&args.src, &plan.source.location, "source", "src")?;
     let dst_loc = located(&args.dst, &plan.destination.location, "destination", "dst")?;
-    let (mut src, mut dst) = moverctl::job::trust::open_pair(catalog, &src_loc, &dst_loc, remotes)?;
+    // A shard's range may rightly list empty (the shard domain checks its shortfall).
+    let allow_empty = args.allow_empty_source || args.shard.is_some();
+    let (mut src, mut dst) =
+        moverctl::job::trust::open_pair_guarded(catalog, &src_loc, &dst_loc, remotes, allow_empty)?;
     let shard = moverctl::job::shard::for_exec(
         &plan,
         args.shard.as_deref(),

@@ -14,7 +14,7 @@
 //! std::fs::write(src.join("a.bin"), b"hello").unwrap();
 //! let catalog = Catalog::load(None).unwrap();
 //! let (s, d) = (src.to_str().unwrap(), dst.to_str().unwrap());
-//! let (src, dst) = job::copy::open_pair(&catalog, s, d, &Remotes::default()).unwrap();
+//! let (src, dst) = job::copy::open_pair(&catalog, s, d, &Remotes::default(), false).unwrap();
 //! let job = CopyJob {
 //!     opts: CopyOptions::new(catalog.get("onprem").unwrap().file.limits.clone()),
 //!     limits: moverctl::limit::Limits::new(None, None),
@@ -45,16 +45,22 @@ use std::path::PathBuf;
 
 /// Opens the pair of `moverctl copy SRC DST`: a local `src` that is one regular file as `cp`
 /// reads it ([`single`]), else both locations; both stores' capabilities refined
-/// ([`super::trust::refine_caps`]).
+/// ([`super::trust::refine_caps`]). A source that lists no object is refused unless
+/// `allow_empty` ([`super::trust::open_pair_guarded`]).
 pub fn open_pair(
     catalog: &Catalog,
     src: &str,
     dst: &str,
     remotes: &Remotes,
+    allow_empty: bool,
 ) -> Result<(Store, Store), super::JobError> {
     match single::detect(src, dst, remotes) {
-        Some(one) => Ok(super::trust::refined(catalog, one.open(remotes)?)),
-        None => super::trust::open_pair(catalog, src, dst, remotes),
+        Some(one) => {
+            let pair = one.open(remotes)?;
+            super::preflight::reachable(&pair.1)?;
+            Ok(super::trust::refined(catalog, pair))
+        }
+        None => super::trust::open_pair_guarded(catalog, src, dst, remotes, allow_empty),
     }
 }
 

@@ -38,6 +38,12 @@ pub enum JobError {
     /// (named, never a value), so the user knows which variable or profile to fix.
     #[error("{source}; {hint}")]
     Refused { source: Box<JobError>, hint: String },
+    /// `copy`, `exec`: the source listed no object and `--allow-empty-source` was not given;
+    /// nothing was done (exit 11). `nearby`: "; PARENT holds a/, b/" or empty.
+    #[error(
+        "{location} listed no objects (a prefix that does not exist? a typo?){nearby}. Nothing was copied and nothing was created at the destination; pass --allow-empty-source if an empty source is what you mean"
+    )]
+    EmptySource { location: String, nearby: String },
     /// `exec --shard`: the progress location could not be written (exit 7).
     #[error(
         "shard {shard}: the progress location {location} could not be written: {cause}. The shard stopped{journaled}{hint}. Fix access to {location} (or pass another --progress-location) and run the same command again to resume"
@@ -67,6 +73,7 @@ impl JobError {
             JobError::Open(
                 crate::store::OpenError::Location(_)
                 | crate::store::OpenError::Refused { .. }
+                | crate::store::OpenError::Unreachable { .. }
                 | crate::store::OpenError::Overlap(_),
             ) => Exit::BadInput,
             JobError::Open(_) => Exit::Failure,
@@ -83,6 +90,7 @@ impl JobError {
             JobError::Lock(_) => Exit::Failure,
             JobError::Refused { .. } => Exit::Credentials,
             JobError::ProgressUnwritable { .. } => Exit::ProgressUnwritable,
+            JobError::EmptySource { .. } => Exit::EmptySource,
         }
     }
 

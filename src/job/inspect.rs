@@ -29,6 +29,8 @@ pub fn ls(
     mut each: impl FnMut(&Listed) -> Result<(), JobError>,
 ) -> Result<Listing, JobError> {
     let store = Store::open(location, remotes)?;
+    super::preflight::no_glob(&store)?;
+    super::preflight::reachable(&store)?;
     let hint = super::trust::credentials_hint(&[&store]);
     let listed = super::runtime()?.block_on(async move {
         let mut stream = list(&store);
@@ -134,6 +136,7 @@ pub fn probe(
     observer: &dyn Observer,
 ) -> Result<ProbeReport, JobError> {
     let store = Store::open_destination(location, remotes)?;
+    super::preflight::reachable(&store)?;
     opts.s3 = probe::s3raw::open_s3(location, remotes)?;
     let cancel = Arc::new(tokio::sync::Notify::new());
     opts.cancel = Some(cancel.clone());

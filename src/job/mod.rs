@@ -23,6 +23,7 @@ mod error;
 pub mod inspect;
 pub mod plan;
 pub mod plan_tiering;
+pub mod preflight;
 pub mod pricing;
 pub mod session;
 pub mod shard;

@@ -369,6 +369,8 @@ fn list_corpus(
     use futures::StreamExt;
     let remotes = crate::store::config::Remotes::load(config)?;
     let store = crate::store::Store::open(loc, &remotes)?;
+    super::preflight::no_glob(&store)?;
+    super::preflight::reachable(&store)?;
     let shown = store.shown();
     let rt = super::runtime()?;
     let started = std::time::Instant::now();

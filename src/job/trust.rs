@@ -92,14 +92,31 @@ pub fn refine_caps(catalog: &Catalog, store: &mut Store) {
 }
 
 /// Opens `src` and `dst` (see [`Store::open_pair`]) and narrows both stores' capabilities with
-/// the catalog and their saved probes ([`refine_caps`]): the pair every run works on.
+/// the catalog and their saved probes ([`refine_caps`]): the pair every run works on. Both are
+/// checked before any request ([`super::preflight`]): no glob, endpoints reachable.
 pub fn open_pair(
     catalog: &Catalog,
     src: &str,
     dst: &str,
     remotes: &Remotes,
 ) -> Result<(Store, Store), JobError> {
-    let (src, dst) = Store::open_pair(src, dst, remotes)?;
+    open_pair_guarded(catalog, src, dst, remotes, true)
+}
+
+/// [`open_pair`], and unless `allow_empty`, a source that lists no object is refused before the
+/// destination is opened (`copy`, `exec`: nothing is created there).
+pub fn open_pair_guarded(
+    catalog: &Catalog,
+    src: &str,
+    dst: &str,
+    remotes: &Remotes,
+    allow_empty: bool,
+) -> Result<(Store, Store), JobError> {
+    let (src, dst) = Store::open_pair_with(src, dst, remotes, |s| {
+        super::preflight::source(s, allow_empty)
+            .map_err(|e| e.naming_credentials(&credentials_hint(&[s])))
+    })?;
+    super::preflight::reachable(&dst)?;
     Ok(refined(catalog, (src, dst)))
 }
 

@@ -16,6 +16,7 @@ pub mod local;
 pub mod location;
 pub mod overlap;
 pub mod presign;
+pub mod reach;
 pub mod retry;
 pub mod s3list;
 
@@ -100,6 +101,9 @@ pub struct Store {
     /// S3: the cache every request of this store (and of its `crc_writer`) signs with; None for
     /// anonymous access and other stores.
     pub aws_credentials: Option<Arc<AwsCredentialCache>>,
+    /// The URL this store's requests go to (its endpoint, else the cloud's default for the
+    /// region or account); None for local and in-memory stores. See [`reach`].
+    pub endpoint: Option<String>,
     /// Set when the store is used for one object only (`copy FILE DST`): see [`SingleKey`].
     pub single: Option<SingleKey>,
     /// S3: the same location opened to send `x-amz-checksum-crc64nvme` with every write; used
@@ -184,6 +188,9 @@ pub enum OpenError {
     Overlap(#[from] overlap::Overlap),
     #[error("{location}: {message}")]
     Build { location: String, message: String },
+    /// The endpoint cannot be reached before any request ([`reach::check`]): nothing was done.
+    #[error("{location}: {reason}")]
+    Unreachable { location: String, reason: String },
 }
 
 /// Whether an endpoint URL carries user info (`user:password@host`). Checked on the text, so a
@@ -330,6 +337,17 @@ pub fn s3_auth(loc: &Location, remote: Option<&Remote>) -> Result<S3Auth, OpenEr
     })
 }
 
+/// The region an S3 location signs for: the remote's, `AWS_REGION`, `AWS_DEFAULT_REGION`, the
+/// profile's, else us-east-1.
+fn s3_region(remote: Option<&Remote>, auth: &S3Auth) -> String {
+    remote
+        .and_then(|r| r.region.clone())
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+        .or(auth.profile_region.clone())
+        .unwrap_or_else(|| "us-east-1".to_string())
+}
+
 /// [`build_s3`] with credentials already resolved (a store and its CRC64 writer share them).
 fn build_s3_with(
     loc: &Location,
@@ -342,12 +360,7 @@ fn build_s3_with(
     let shown = loc.shown();
     let provider = remote.and_then(|r| r.provider.clone());
     let endpoint = s3_endpoint_with(remote, &shown, &process_env)?;
-    let region = remote
-        .and_then(|r| r.region.clone())
-        .or_else(|| std::env::var("AWS_REGION").ok())
-        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
-        .or(auth.profile_region.clone())
-        .unwrap_or_else(|| "us-east-1".to_string());
+    let region = s3_region(remote, auth);
     let allow_http = remote.and_then(|r| r.allow_http).unwrap_or_else(|| {
         endpoint
             .as_deref()
@@ -435,13 +448,25 @@ impl Store {
     /// refused when they overlap ([`overlap::check`]) before anything is opened or created, then
     /// the source opened (it must exist) and the destination (created if local and missing).
     pub fn open_pair(src: &str, dst: &str, remotes: &Remotes) -> Result<(Store, Store), OpenError> {
+        Self::open_pair_with(src, dst, remotes, |_| Ok(()))
+    }
+
+    /// [`Store::open_pair`], with `source_ready` called on the opened source before the
+    /// destination is opened (a local one created): its error leaves the destination untouched.
+    pub fn open_pair_with<E: From<OpenError>>(
+        src: &str,
+        dst: &str,
+        remotes: &Remotes,
+        source_ready: impl FnOnce(&Store) -> Result<(), E>,
+    ) -> Result<(Store, Store), E> {
         let (s, d) = (
-            Location::parse(src, remotes)?,
-            Location::parse(dst, remotes)?,
+            Location::parse(src, remotes).map_err(OpenError::from)?,
+            Location::parse(dst, remotes).map_err(OpenError::from)?,
         );
         let (sr, dr) = (remote_of(&s, remotes), remote_of(&d, remotes));
         overlap::check(&s, sr, &d, dr)?;
         let src = Self::open_location(s, sr, Role::Source)?;
+        source_ready(&src)?;
         let dst = Self::open_location(d, dr, Role::Destination)?;
         Ok((src, dst))
     }
@@ -484,6 +509,7 @@ impl Store {
             credentials: b.credentials,
             identity,
             single: None,
+            endpoint: b.endpoint,
             aws_credentials: b.aws_credentials,
             crc_writer: b.crc_writer,
         })
@@ -540,6 +566,7 @@ struct Opened {
     credentials: String,
     aws_credentials: Option<Arc<AwsCredentialCache>>,
     crc_writer: Option<CrcWriter>,
+    endpoint: Option<String>,
 }
 
 /// An S3 bucket: its store, and a second one that sends CRC64/NVME checksums (the CRC writer),
@@ -555,6 +582,8 @@ fn open_s3(
     let s = build_s3_with(loc, bucket, remote, observer.clone(), false, &auth)?;
     // The only way `creds::s3` resolves to anonymous access.
     let s3_anonymous = remote.is_some_and(|r| r.anonymous);
+    let endpoint = s3_endpoint_with(remote, &loc.shown(), &process_env)?
+        .unwrap_or_else(|| format!("https://s3.{}.amazonaws.com", s3_region(remote, &auth)));
     let crc_writer = if s3_anonymous {
         None
     } else {
@@ -581,6 +610,7 @@ fn open_s3(
         credentials,
         aws_credentials: auth.cache.clone(),
         crc_writer,
+        endpoint: Some(endpoint),
     })
 }
 
@@ -613,8 +643,9 @@ fn open_gcs(
         creds::GcsCreds::Metadata => b,
         creds::GcsCreds::Anonymous => b.with_skip_signature(true),
     };
-    if let Some(e) = remote_endpoint(remote, &shown)? {
-        b = b.with_base_url(&e);
+    let endpoint = remote_endpoint(remote, &shown)?;
+    if let Some(e) = &endpoint {
+        b = b.with_base_url(e);
     }
     let s = Arc::new(b.build().map_err(|e| build_err(loc, e))?);
     Ok(Opened {
@@ -630,6 +661,7 @@ fn open_gcs(
         credentials,
         aws_credentials: None,
         crc_writer: None,
+        endpoint: Some(endpoint.unwrap_or_else(|| "https://storage.googleapis.com".into())),
     })
 }
 
@@ -660,6 +692,14 @@ fn open_azure(
     if let Some(a) = &account {
         b = b.with_account(a);
     }
+    let emulator = matches!(c, creds::AzureCreds::Emulator);
+    let reached = match (&endpoint, &account) {
+        (Some(e), _) => Some(e.clone()),
+        // The emulator's address is object_store's to choose (AZURITE_BLOB_STORAGE_URL).
+        _ if emulator => None,
+        (None, Some(a)) => Some(format!("https://{a}.blob.core.windows.net")),
+        (None, None) => None,
+    };
     if let Some(e) = &endpoint {
         b = b.with_endpoint(e.clone());
     }
@@ -678,6 +718,7 @@ fn open_azure(
         credentials,
         aws_credentials: None,
         crc_writer: None,
+        endpoint: reached,
     })
 }
 
@@ -740,6 +781,7 @@ fn open_local(loc: &Location, root: &std::path::Path, role: Role) -> Result<Open
         credentials: "none needed (a local folder)".into(),
         aws_credentials: None,
         crc_writer: None,
+        endpoint: None,
     })
 }
 
@@ -759,6 +801,7 @@ fn open_memory() -> Opened {
         credentials: "none needed (in memory)".into(),
         aws_credentials: None,
         crc_writer: None,
+        endpoint: None,
     }
 }
 

@@ -151,6 +151,8 @@ fn missing_credentials_name_what_would_satisfy_them() {
         .env_remove("AWS_SHARED_CREDENTIALS_FILE")
         .env_remove("AWS_WEB_IDENTITY_TOKEN_FILE")
         .env_remove("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+        // No network here: AWS's endpoint does not resolve; the credentials are what is tested.
+        .env("MOVERCTL_SKIP_REACH_CHECK", "1")
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(4));
@@ -540,6 +542,9 @@ fn a_role_whose_source_profile_is_broken_is_exit_4_naming_the_profile() {
             .args(["ls", "--profile", profile, "s3://bucket/x"])
             .env("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9")
             .env("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+            // A dead endpoint here tests what follows a failed request, not the reachability
+            // check before the first one (tests/it/fast_fail.rs).
+            .env("MOVERCTL_SKIP_REACH_CHECK", "1")
             .output()
             .unwrap();
         let t = text(&o);
@@ -573,6 +578,9 @@ fn an_sso_profile_without_a_sign_in_is_exit_4_saying_aws_sso_login() {
             .args(["ls", "s3://bucket/x"])
             .env("AWS_PROFILE", profile)
             .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+            // A dead endpoint here tests what follows a failed request, not the reachability
+            // check before the first one (tests/it/fast_fail.rs).
+            .env("MOVERCTL_SKIP_REACH_CHECK", "1")
             .output()
             .unwrap();
         let t = text(&o);

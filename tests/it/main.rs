@@ -9,6 +9,7 @@ mod drain;
 mod drain_faults;
 mod durable;
 mod encrypted_source;
+mod fast_fail;
 mod faults;
 mod fidelity;
 mod from_url;

@@ -121,6 +121,8 @@ pub fn split(
     }
     let remotes = Remotes::load(config)?;
     let store = Store::open(src, &remotes)?;
+    crate::job::preflight::no_glob(&store)?;
+    crate::job::preflight::reachable(&store)?;
     let hint = crate::job::trust::credentials_hint(&[&store]);
     let rt = super::super::runtime()?;
     let corpus = rt
