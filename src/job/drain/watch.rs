@@ -38,6 +38,29 @@ impl Watch {
     }
 }
 
+/// Whether a file system event can make a pass find something new. Reads are not: a pass reads
+/// every receipt and the copy reads every file, and inotify reports those opens and reads, so
+/// taking them as changes made each pass wake the next one — a drain with nothing to do kept a
+/// core busy. A file closed after writing is a change; so is anything created, modified or
+/// removed, except the drain's own receipts beside the checkpoints.
+fn wakes(e: &notify::Event) -> bool {
+    use notify::EventKind;
+    use notify::event::{AccessKind, AccessMode};
+    match e.kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => {
+            !e.paths.iter().all(|p| {
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                    n.ends_with(super::RECEIPT_SUFFIX)
+                        || n.strip_suffix(".tmp")
+                            .is_some_and(|n| n.ends_with(super::RECEIPT_SUFFIX))
+                })
+            }) || e.paths.is_empty()
+        }
+    }
+}
+
 /// After a notification, events keep coming while files are written: wait this long for them to
 /// settle before the pass (a pass finds an incomplete checkpoint incomplete anyway).
 const SETTLE: Duration = Duration::from_millis(500);
@@ -56,7 +79,7 @@ pub fn run(
     let _watcher = if watch.notify {
         use notify::Watcher;
         let mut w = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if event.is_ok() {
+            if event.is_ok_and(|e| wakes(&e)) {
                 let _ = tx.send(());
             }
         })
