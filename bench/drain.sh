@@ -203,7 +203,7 @@ EOF
   local hwm rss
   hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
   rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
-  kill -INT "$pid" 2>/dev/null || true
+  kill -TERM "$pid" 2>/dev/null || true # (SIGINT is ignored by background jobs of a script)
   wait "$pid" 2>/dev/null || true
   python3 -c 'import json,sys; print(json.dumps({"part":"idle","tool":sys.argv[1],"files":int(sys.argv[2]),"idle_s":int(sys.argv[3]),"cpu_s":(int(sys.argv[5])-int(sys.argv[4]))/int(sys.argv[6]),"first_pass_hwm_kb":int(sys.argv[7]),"hwm_kb":int(sys.argv[8]),"rss_kb":int(sys.argv[9]),"args":" ".join(sys.argv[10:])}))' \
     "$mode" "$((IDLE_CKPTS * IDLE_FILES))" "$IDLE_SECS" "$before" "$after" "$tick" "$first_rss" "$hwm" "$rss" "${args[@]}" >>"$RESULTS"
