@@ -203,7 +203,6 @@ fn a_drain_killed_at_any_moment_never_leaves_a_receipt_that_lies() {
         if durable_seen {
             break;
         }
-        // A kill part-way leaves the next run to resume: start from a fresh pass each time.
     }
     let o = moverctl()
         .args(["--config", conf.to_str().unwrap(), "drain"])

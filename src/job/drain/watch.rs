@@ -49,16 +49,16 @@ fn wakes(e: &notify::Event) -> bool {
     match e.kind {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
         EventKind::Access(_) => false,
-        _ => {
-            !e.paths.iter().all(|p| {
-                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                    n.ends_with(super::RECEIPT_SUFFIX)
-                        || n.strip_suffix(".tmp")
-                            .is_some_and(|n| n.ends_with(super::RECEIPT_SUFFIX))
-                })
-            }) || e.paths.is_empty()
-        }
+        _ => e.paths.is_empty() || !e.paths.iter().all(|p| is_own_receipt(p)),
     }
+}
+
+/// A receipt the drain writes beside a checkpoint (`NAME.moverctl-receipt.json`, or its `.tmp`).
+fn is_own_receipt(p: &std::path::Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.strip_suffix(".tmp")
+        .unwrap_or(name)
+        .ends_with(super::RECEIPT_SUFFIX)
 }
 
 /// After a notification, events keep coming while files are written: wait this long for them to
