@@ -45,8 +45,7 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
     let src_loc = located(&args.src, &plan.source.location, "source", "src")?;
     let dst_loc = located(&args.dst, &plan.destination.location, "destination", "dst")?;
     // A shard's range may rightly list empty (the shard domain checks its shortfall).
-    let allow_empty =
-        args.allow_empty_source || args.shard.is_some() || args.inventory.is_some();
+    let allow_empty = args.allow_empty_source || args.shard.is_some() || args.inventory.is_some();
     let (mut src, mut dst) =
         moverctl::job::trust::open_pair_guarded(catalog, &src_loc, &dst_loc, remotes, allow_empty)?;
     let shard = moverctl::job::shard::for_exec(

@@ -165,7 +165,9 @@ fn s3(v: &Value, bad: &dyn Fn(String) -> InventoryError) -> Result<Manifest, Inv
 
 fn azure(v: &Value, bad: &dyn Fn(String) -> InventoryError) -> Result<Manifest, InventoryError> {
     let def = v.get("ruleDefinition");
-    if let Some(t) = def.and_then(|d| d.get("objectType")).and_then(Value::as_str)
+    if let Some(t) = def
+        .and_then(|d| d.get("objectType"))
+        .and_then(Value::as_str)
         && t != "blob"
     {
         return Err(bad(format!(
@@ -267,7 +269,10 @@ mod tests {
             "ruleDefinition":{"format":"parquet","objectType":"blob","schemaFields":["Name","Content-Length"]},
             "status":"Succeeded"}"#;
         let m = Manifest::parse(az, "m").unwrap();
-        assert_eq!((m.provider, m.format), (Provider::Azure, FileFormat::Parquet));
+        assert_eq!(
+            (m.provider, m.format),
+            (Provider::Azure, FileFormat::Parquet)
+        );
         let pending = az.replace("Succeeded", "Pending");
         assert!(Manifest::parse(&pending, "m").is_err());
         let gcs = r#"{"report_config":{"csv_options":{"delimiter":",","header_required":true}},
@@ -277,6 +282,11 @@ mod tests {
         assert_eq!(m.files, [FileRef::Beside("c_2026_0.csv".into())]);
         assert!(Manifest::parse("{\"a\":1}", "m").is_err());
         let orc = s3.replace("\"CSV\"", "\"ORC\"");
-        assert!(Manifest::parse(&orc, "m").unwrap_err().to_string().contains("ORC"));
+        assert!(
+            Manifest::parse(&orc, "m")
+                .unwrap_err()
+                .to_string()
+                .contains("ORC")
+        );
     }
 }

@@ -84,7 +84,12 @@ impl Columns {
                 "updated",
             ]),
             bucket: find(&["Bucket"]),
-            not_if_true: all(&["IsDeleteMarker", "is_delete_marker", "Deleted", "hdi_isfolder"]),
+            not_if_true: all(&[
+                "IsDeleteMarker",
+                "is_delete_marker",
+                "Deleted",
+                "hdi_isfolder",
+            ]),
             not_if_false: all(&["IsLatest", "is_latest", "IsCurrentVersion"]),
             snapshot: find(&["Snapshot"]),
             provider: Some(provider),
@@ -129,7 +134,9 @@ impl Columns {
             true => percent_decoded(raw_key),
             false => raw_key.to_string(),
         };
-        let mut bucket = Some(val(self.bucket)).filter(|b| !b.is_empty()).map(String::from);
+        let mut bucket = Some(val(self.bucket))
+            .filter(|b| !b.is_empty())
+            .map(String::from);
         if self.provider == Some(Provider::Azure)
             && let Some((container, rest)) = key.split_once('/')
         {
@@ -148,7 +155,9 @@ impl Columns {
             key,
             size,
             e_tag,
-            class: Some(val(self.class)).filter(|c| !c.is_empty()).map(String::from),
+            class: Some(val(self.class))
+                .filter(|c| !c.is_empty())
+                .map(String::from),
             modified: parse_time(val(self.modified)),
             bucket,
         }))
@@ -345,7 +354,13 @@ fn read_parquet(
                 other => write!(t, "{other}").expect("a String takes writes"),
             }
         }
-        let got = |i: usize| present.get(i).copied().unwrap_or(false).then(|| text[i].as_str());
+        let got = |i: usize| {
+            present
+                .get(i)
+                .copied()
+                .unwrap_or(false)
+                .then(|| text[i].as_str())
+        };
         match cols.row(got, false) {
             Ok(Read1::Object(r)) => each(r)?,
             Ok(Read1::Skipped) => skipped += 1,
@@ -388,21 +403,31 @@ mod tests {
 
     #[test]
     fn azure_names_lose_their_container_and_gcs_md5_becomes_the_etag() {
-        let names: Vec<String> = ["Name", "Content-Length", "Etag"].map(String::from).to_vec();
+        let names: Vec<String> = ["Name", "Content-Length", "Etag"]
+            .map(String::from)
+            .to_vec();
         let c = Columns::of(&names, Provider::Azure);
         let vals = ["cont/dir/f", "7", "0x8D1"];
         let Ok(Read1::Object(r)) = c.row(|i| vals.get(i).copied(), false) else {
             panic!()
         };
-        assert_eq!((r.bucket.as_deref(), r.key.as_str()), (Some("cont"), "dir/f"));
+        assert_eq!(
+            (r.bucket.as_deref(), r.key.as_str()),
+            (Some("cont"), "dir/f")
+        );
         assert_eq!(r.e_tag.as_deref(), Some("\"0x8D1\""));
-        let names: Vec<String> = ["name", "size", "etag", "md5Hash"].map(String::from).to_vec();
+        let names: Vec<String> = ["name", "size", "etag", "md5Hash"]
+            .map(String::from)
+            .to_vec();
         let c = Columns::of(&names, Provider::Gcs);
         // MD5 of the empty string.
         let vals = ["k", "0", "CJj8", "1B2M2Y8AsgTpgAmY7PhCfg=="];
         let Ok(Read1::Object(r)) = c.row(|i| vals.get(i).copied(), false) else {
             panic!()
         };
-        assert_eq!(r.e_tag.as_deref(), Some("\"d41d8cd98f00b204e9800998ecf8427e\""));
+        assert_eq!(
+            r.e_tag.as_deref(),
+            Some("\"d41d8cd98f00b204e9800998ecf8427e\"")
+        );
     }
 }

@@ -89,31 +89,36 @@ impl Sorted {
         };
         let skipped = {
             let mut each = |row: super::Row| {
-            if row.bucket.as_ref().is_some_and(|b| Some(b) != bucket.as_ref())
-                || !row.key.starts_with(&prefix)
-            {
-                outside += 1;
-                return Ok(());
-            }
-            let key = row.key[prefix.len()..].to_string();
-            if key.is_empty() || crate::shard::is_progress_key(&key) {
-                outside += 1;
-                return Ok(());
-            }
-            let modified = row.modified.map(|d| d.timestamp_millis());
-            batch.push((key, row.size, row.e_tag, modified));
-            if batch.len() >= BATCH {
-                write(&mut batch)?;
-            }
-            Ok(())
-        };
+                if row
+                    .bucket
+                    .as_ref()
+                    .is_some_and(|b| Some(b) != bucket.as_ref())
+                    || !row.key.starts_with(&prefix)
+                {
+                    outside += 1;
+                    return Ok(());
+                }
+                let key = row.key[prefix.len()..].to_string();
+                if key.is_empty() || crate::shard::is_progress_key(&key) {
+                    outside += 1;
+                    return Ok(());
+                }
+                let modified = row.modified.map(|d| d.timestamp_millis());
+                batch.push((key, row.size, row.e_tag, modified));
+                if batch.len() >= BATCH {
+                    write(&mut batch)?;
+                }
+                Ok(())
+            };
             inv.for_each_row(&mut each).await?
         };
         write(&mut batch)?;
         let (objects, bytes): (i64, i64) = conn
-            .query_row("SELECT count(*), coalesce(sum(size), 0) FROM inv", [], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
+            .query_row(
+                "SELECT count(*), coalesce(sum(size), 0) FROM inv",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .map_err(spill)?;
         Ok(Sorted {
             conn: Mutex::new(conn),
@@ -152,31 +157,28 @@ impl Sorted {
         let location = format!("inventory {}", self.origin);
         let start = range.as_ref().and_then(|r| r.start.clone());
         let me = self.clone();
-        stream::unfold(
-            (me, start, false),
-            move |(me, after, done)| {
-                let location = location.clone();
-                async move {
-                    if done {
-                        return None;
-                    }
-                    match me.page(after.as_deref()) {
-                        Ok(p) => {
-                            let last = p.last().map(|e| e.key.clone());
-                            let end = p.len() < PAGE;
-                            Some((Ok(p), (me, last.or(after), end)))
-                        }
-                        Err(e) => Some((
-                            Err(ListError::Local {
-                                location,
-                                message: e.to_string(),
-                            }),
-                            (me, None, true),
-                        )),
-                    }
+        stream::unfold((me, start, false), move |(me, after, done)| {
+            let location = location.clone();
+            async move {
+                if done {
+                    return None;
                 }
-            },
-        )
+                match me.page(after.as_deref()) {
+                    Ok(p) => {
+                        let last = p.last().map(|e| e.key.clone());
+                        let end = p.len() < PAGE;
+                        Some((Ok(p), (me, last.or(after), end)))
+                    }
+                    Err(e) => Some((
+                        Err(ListError::Local {
+                            location,
+                            message: e.to_string(),
+                        }),
+                        (me, None, true),
+                    )),
+                }
+            }
+        })
         .flat_map(|page| match page {
             Ok(p) => stream::iter(p.into_iter().map(|e| Ok(Listed::Object(e)))).boxed(),
             Err(e) => stream::iter([Err(e)]).boxed(),

@@ -159,8 +159,10 @@ fn source_listing(
     src: &Store,
     opts: &CopyOptions,
     requests: Arc<AtomicU64>,
-) -> futures::stream::BoxStream<'static, Result<crate::store::list::Listed, crate::store::list::ListError>>
-{
+) -> futures::stream::BoxStream<
+    'static,
+    Result<crate::store::list::Listed, crate::store::list::ListError>,
+> {
     match &opts.inventory {
         Some(inv) => inv.listing(src),
         None => list_counted(src, None, requests),

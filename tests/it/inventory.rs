@@ -68,10 +68,16 @@ fn parquet_file(path: &Path, cols: [&str; 3], rows: &[(&str, i64, Option<&str>)]
             }
             1 => {
                 let v: Vec<i64> = rows.iter().map(|r| r.1).collect();
-                col.typed::<Int64Type>().write_batch(&v, None, None).unwrap();
+                col.typed::<Int64Type>()
+                    .write_batch(&v, None, None)
+                    .unwrap();
             }
             _ => {
-                let v: Vec<ByteArray> = rows.iter().filter_map(|r| r.2).map(ByteArray::from).collect();
+                let v: Vec<ByteArray> = rows
+                    .iter()
+                    .filter_map(|r| r.2)
+                    .map(ByteArray::from)
+                    .collect();
                 let def: Vec<i16> = rows.iter().map(|r| i16::from(r.2.is_some())).collect();
                 col.typed::<ByteArrayType>()
                     .write_batch(&v, Some(&def), None)
@@ -108,10 +114,7 @@ async fn parquet_and_csv_reports_of_azure_and_gcs_read_back_row_by_row() {
     parquet_file(
         &run.join("r1_1000000_0.parquet"),
         ["Name", "Content-Length", "Etag"],
-        &[
-            ("cont/b/two", 22, Some("0x8DB2")),
-            ("cont/a/one", 1, None),
-        ],
+        &[("cont/b/two", 22, Some("0x8DB2")), ("cont/a/one", 1, None)],
     );
     let m = run.join("r1-manifest.json");
     std::fs::write(
@@ -204,10 +207,7 @@ async fn s3_inventory(
     for (i, part) in [&lines[..half], &lines[half..]].iter().enumerate() {
         let key = format!("inv/{}/cfg/data/f{i}.csv.gz", s.bucket_a);
         let p = root.path_of(&key).unwrap();
-        root.inner
-            .put(&p, gz(&part.concat()).into())
-            .await
-            .unwrap();
+        root.inner.put(&p, gz(&part.concat()).into()).await.unwrap();
         files.push(format!(
             r#"{{"key":"{prefix}/{key}","size":1,"MD5checksum":"x"}}"#
         ));
@@ -276,7 +276,12 @@ fn copy_from_an_s3_inventory_lists_no_source_and_reports_changed_and_gone_object
     let v = summary(&o);
     assert_eq!(v["requests"]["list_source"], 0, "{}", text(&o));
     assert_eq!(v["copied"]["objects"], 3, "{}", text(&o));
-    assert_eq!(v["since_inventory"]["changed"]["objects"], 1, "{}", text(&o));
+    assert_eq!(
+        v["since_inventory"]["changed"]["objects"],
+        1,
+        "{}",
+        text(&o)
+    );
     assert_eq!(v["since_inventory"]["gone"]["objects"], 1, "{}", text(&o));
     assert_eq!(v["since_inventory"]["changed"]["keys"][0]["key"], "changed");
     assert_eq!(v["failed"]["objects"], 0, "{}", text(&o));
@@ -289,13 +294,17 @@ fn copy_from_an_s3_inventory_lists_no_source_and_reports_changed_and_gone_object
         super::json_schema::validate(&l, &schemas).unwrap_or_else(|e| panic!("{e:?}: {line}"));
     }
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("\"event\":\"gone_since_inventory\""), "{stdout}");
+    assert!(
+        stdout.contains("\"event\":\"gone_since_inventory\""),
+        "{stdout}"
+    );
     // Never journaled as copied.
     let j = moverctl::journal::Journal::open_existing(&journal).unwrap();
     for k in ["changed", "gone"] {
         let rec = j.get(k).unwrap();
         assert!(
-            rec.as_ref().is_none_or(|r| r.state != moverctl::journal::State::Verified),
+            rec.as_ref()
+                .is_none_or(|r| r.state != moverctl::journal::State::Verified),
             "{k}: {rec:?}"
         );
     }
@@ -315,4 +324,3 @@ fn copy_from_an_s3_inventory_lists_no_source_and_reports_changed_and_gone_object
     assert_eq!(v["since_inventory"]["gone"]["objects"], 1);
     drop(root);
 }
-
