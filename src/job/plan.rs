@@ -355,6 +355,9 @@ pub fn read_corpus(
     observer: &dyn Observer,
 ) -> Result<Corpus, JobError> {
     match source {
+        CorpusSource::Inventory(path, _) if super::shard::split::is_manifest(path) => {
+            super::shard::split::manifest_corpus(path, None, config, Box::new(|_: &str, _| {}))
+        }
         CorpusSource::Inventory(path, format) => Ok(Corpus::from_inventory(path, format.clone())?),
         CorpusSource::Listing(loc) => list_corpus(config, loc, observer),
     }

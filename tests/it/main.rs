@@ -16,6 +16,7 @@ mod from_url;
 mod gzip;
 mod habits;
 mod identity;
+mod inventory;
 mod job;
 mod json_schema;
 mod listing;
