@@ -77,6 +77,9 @@ pub struct Measured {
     /// GETs, taking the PUTs and the engine's own hashing compete for the same cores, so their
     /// seconds add up instead of overlapping.
     pub shared_host: bool,
+    /// The destination service's own copies (CopyObject / UploadPartCopy), which time a move
+    /// copied on the server ([`super::server_copy`]).
+    pub server_copy: Option<super::server_copy::CopyRates>,
 }
 
 impl Default for Assumptions {
@@ -189,6 +192,8 @@ pub enum Bound {
     ServerThroughput,
     /// The engine's CPU seconds per GiB (hashing, copies, HTTP) over this machine's cores.
     ClientCpu,
+    /// What the destination service copies on the server at once, as a probe measured.
+    ServerCopy,
 }
 
 impl Bound {
@@ -201,6 +206,7 @@ impl Bound {
             Bound::ServerRequestRate => "server request rate",
             Bound::ServerThroughput => "server throughput",
             Bound::ClientCpu => "client CPU",
+            Bound::ServerCopy => "server copy",
         }
     }
 }
@@ -226,6 +232,9 @@ pub struct Time {
     /// CPU over the cores, which takes cores from the servers; included in
     /// `server_request_seconds` and `server_throughput_seconds` (zero otherwise).
     pub shared_hashing_seconds: Decimal,
+    /// A move copied on the server, with a probe's copy rates: what the service copies at once
+    /// ([`super::server_copy`]); zero otherwise.
+    pub server_copy_seconds: Decimal,
 }
 
 /// Request counts by end and billing class.

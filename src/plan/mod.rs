@@ -10,5 +10,6 @@ pub mod report;
 pub mod report_tiering;
 pub mod requests;
 pub mod restore;
+pub mod server_copy;
 pub mod tiering;
 pub mod timing;
