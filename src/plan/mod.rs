@@ -1,6 +1,7 @@
 pub mod candidate;
 pub mod corpus;
 pub mod file;
+pub mod hops;
 pub mod horizon;
 pub mod model;
 pub mod price;
