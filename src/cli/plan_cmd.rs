@@ -502,7 +502,10 @@ pub fn run(
     if let Some(legs) = out.saved_legs {
         for (i, p) in legs?.iter().enumerate() {
             let p = p.display();
-            say(format!("Saved {p} (leg {}) — run it after the leg before it has finished: moverctl exec {p}", i + 2));
+            say(format!(
+                "Saved {p} (leg {}) — run it after the leg before it has finished: moverctl exec {p}",
+                i + 2
+            ));
         }
     }
     Ok(())
@@ -544,7 +547,10 @@ fn json_of(spec: &PlanSpec, out: &PlanOutcome) -> serde_json::Value {
             o["probe"] = probe(out.destination_of(c).and_then(|i| out.probes[i].as_ref()));
         }
     }
-    v["hops"] = out.chain.as_ref().map_or(serde_json::Value::Null, moverctl::plan::hops::json);
+    v["hops"] = out
+        .chain
+        .as_ref()
+        .map_or(serde_json::Value::Null, moverctl::plan::hops::json);
     v
 }
 

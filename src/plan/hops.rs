@@ -96,12 +96,18 @@ impl Chain {
 
     /// When the GPUs can start: the end of the first leg.
     pub fn ready_seconds(&self) -> Decimal {
-        self.legs.first().map_or(Decimal::ZERO, |l| l.candidate.time.seconds)
+        self.legs
+            .first()
+            .map_or(Decimal::ZERO, |l| l.candidate.time.seconds)
     }
 
     /// `aws:us-east-1 → coreweave → backblaze-b2` (the places as given).
     pub fn route(&self) -> String {
-        let mut r = self.legs.first().map(|l| l.from.clone()).unwrap_or_default();
+        let mut r = self
+            .legs
+            .first()
+            .map(|l| l.from.clone())
+            .unwrap_or_default();
         for l in &self.legs {
             r.push_str(" → ");
             r.push_str(&l.candidate.destination);
@@ -115,7 +121,14 @@ pub fn text(chain: &Chain) -> String {
     let mut t = compact();
     let horizon = format!("{}-mo\nstorage", chain.months);
     let reads = chain.legs.iter().any(|l| l.candidate.reads.is_some());
-    let mut header = vec!["leg", "from → to", "egress", "requests", "retrieval", horizon.as_str()];
+    let mut header = vec![
+        "leg",
+        "from → to",
+        "egress",
+        "requests",
+        "retrieval",
+        horizon.as_str(),
+    ];
     if reads {
         header.push("reads");
     }
@@ -139,7 +152,12 @@ pub fn text(chain: &Chain) -> String {
     for (i, l) in chain.legs.iter().enumerate() {
         let c = &l.candidate;
         let route = format!("{} →\n  {}", l.from, c.resolved);
-        t.add_row(row((i + 1).to_string(), route, &c.cost, fmt_duration(c.time.seconds)));
+        t.add_row(row(
+            (i + 1).to_string(),
+            route,
+            &c.cost,
+            fmt_duration(c.time.seconds),
+        ));
     }
     t.add_row(row(
         "all".to_string(),
@@ -239,7 +257,14 @@ pub fn html(chain: &Chain) -> String {
     };
     for (i, l) in chain.legs.iter().enumerate() {
         let c = &l.candidate;
-        row(&mut h, &(i + 1).to_string(), &l.from, &c.resolved, &c.cost, c.time.seconds);
+        row(
+            &mut h,
+            &(i + 1).to_string(),
+            &l.from,
+            &c.resolved,
+            &c.cost,
+            c.time.seconds,
+        );
     }
     row(&mut h, "all", "", "", &chain.cost(), chain.seconds());
     h.push_str("</tbody></table>");

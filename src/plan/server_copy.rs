@@ -81,7 +81,9 @@ pub fn seconds(
             } else {
                 whole_objects += n;
                 whole_bytes += n * size;
-                latency + r.copy_request_seconds + bytes * r.copy_seconds_per_gib / Decimal::from(GIB)
+                latency
+                    + r.copy_request_seconds
+                    + bytes * r.copy_seconds_per_gib / Decimal::from(GIB)
             };
             slot_total += slot * Decimal::from(n);
             longest = longest.max(slot);
@@ -165,7 +167,8 @@ mod tests {
         };
         let s = seconds(&dst, &corpus(2_000, 16_384), &c, &a).unwrap();
         assert_eq!(s.copy_seconds, Decimal::from(10));
-        let want = (Decimal::new(4, 3) + Decimal::from(16_384) * Decimal::new(1, 1) / Decimal::from(GIB))
+        let want = (Decimal::new(4, 3)
+            + Decimal::from(16_384) * Decimal::new(1, 1) / Decimal::from(GIB))
             * Decimal::from(2_000)
             / Decimal::from(32);
         assert_eq!(s.request_seconds, want);
@@ -176,6 +179,9 @@ mod tests {
         let cat = Catalog::embedded().unwrap();
         let dst = crate::catalog::Place::resolve(&cat, "onprem").unwrap();
         let a = Assumptions::default();
-        assert_eq!(seconds(&dst, &corpus(4, 1 << 28), &Counts::default(), &a), None);
+        assert_eq!(
+            seconds(&dst, &corpus(4, 1 << 28), &Counts::default(), &a),
+            None
+        );
     }
 }

@@ -72,7 +72,11 @@ pub(super) fn transfer_time(
     let mut m = measured_seconds(
         corpus,
         c,
-        if through_host { a.measured.as_ref() } else { not_hashed.as_ref() },
+        if through_host {
+            a.measured.as_ref()
+        } else {
+            not_hashed.as_ref()
+        },
     );
     if !through_host {
         // The probe measured throughput and CPU through this machine, which these bytes skip.

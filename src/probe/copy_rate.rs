@@ -169,7 +169,8 @@ impl Copier<'_> {
             .map(|i| i * part..((i + 1) * part).min(size))
             .collect();
         let copies = futures::future::join_all(
-            (ranges.iter().enumerate()).map(|(i, r)| self.copy(from, &to, Some((i + 1, &id, r.clone())))),
+            (ranges.iter().enumerate())
+                .map(|(i, r)| self.copy(from, &to, Some((i + 1, &id, r.clone())))),
         )
         .await;
         let parts: Result<Vec<PartId>, String> = copies
@@ -247,8 +248,11 @@ pub(crate) async fn measure(
         }
         sc.small_copy_seconds = Some(round6(c.one(&small, "small", 5).await?));
         sc.copy_seconds = Some(round6(c.one(&large, "large", 3).await?));
-        sc.small_copies_per_second =
-            Some(c.many(&small, "rate", SMALL_COPIES, SMALL_IN_FLIGHT).await?.round());
+        sc.small_copies_per_second = Some(
+            c.many(&small, "rate", SMALL_COPIES, SMALL_IN_FLIGHT)
+                .await?
+                .round(),
+        );
         let per = c.many(&large, "parallel", sc.parallel, sc.parallel).await?;
         sc.parallel_bytes_per_second = Some((per * size as f64).round());
         if size >= 2 * (5 << 20) {

@@ -24,6 +24,7 @@ mod matrix;
 mod ops;
 mod plan_file;
 mod plan_golden;
+mod plan_hops;
 mod plan_horizon;
 mod plan_inputs;
 mod plan_report;

@@ -68,7 +68,8 @@ pub(super) fn chain(
             if let Some(d) = &dp {
                 a = d.apply(&a);
             }
-            let in_flight = (a.concurrency.max(1) as usize).saturating_mul(a.workers.max(1) as usize);
+            let in_flight =
+                (a.concurrency.max(1) as usize).saturating_mul(a.workers.max(1) as usize);
             a.measured = measured_of(sp.as_ref(), dp.as_ref(), in_flight);
         }
         let c: Candidate = evaluate(&prev, &place, &corpus, &a);
@@ -156,4 +157,27 @@ pub(super) fn save_legs(
         paths.push(path);
     }
     Ok(paths)
+}
+
+/// What to run after this leg of a multi-hop plan: the next leg's `exec` when this one finished
+/// (`done`), else that the next leg waits for this one. `None` for a one-leg plan or the last leg.
+pub fn next_step(path: &std::path::Path, plan: &PlanFile, done: bool) -> Option<String> {
+    let leg = plan.leg.as_ref()?;
+    let next = leg.next.as_ref()?;
+    let next = path.parent().unwrap_or(std::path::Path::new("")).join(next);
+    Some(if done {
+        format!(
+            "leg {} of {} done; next leg: moverctl exec {}",
+            leg.index,
+            leg.of,
+            next.display()
+        )
+    } else {
+        format!(
+            "leg {} of {} is not finished: run this plan again (it resumes) before the next leg ({})",
+            leg.index,
+            leg.of,
+            next.display()
+        )
+    })
 }

@@ -57,7 +57,11 @@ pub(super) fn write_report(
 
 /// The ranked candidate a saved plan moves to: the cheapest move, or the one picked.
 /// `--pick` may name a provider by an alias (`b2`).
-pub(super) fn picked(catalog: &Catalog, ranked: &[Candidate], pick: Option<&str>) -> Result<usize, JobError> {
+pub(super) fn picked(
+    catalog: &Catalog,
+    ranked: &[Candidate],
+    pick: Option<&str>,
+) -> Result<usize, JobError> {
     match pick {
         None => ranked
             .iter()
