@@ -79,7 +79,22 @@ pub struct Measured {
     pub shared_host: bool,
     /// The destination service's own copies (CopyObject / UploadPartCopy), which time a move
     /// copied on the server ([`super::server_copy`]).
-    pub server_copy: Option<super::server_copy::CopyRates>,
+    pub server_copy: Option<CopyRates>,
+}
+
+/// The service's own copies, as measured (see `probe::copy_rate::ServerCopy`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CopyRates {
+    /// One CopyObject of a small object, one in flight: the fixed cost of a copy.
+    pub copy_request_seconds: Decimal,
+    /// Seconds per GiB one CopyObject adds beyond its fixed cost.
+    pub copy_seconds_per_gib: Decimal,
+    /// Small CopyObjects per second with 32 in flight.
+    pub copies_per_second: Option<Decimal>,
+    /// Bytes per second of CopyObjects of large objects in parallel.
+    pub copy_bytes_per_second: Option<Decimal>,
+    /// Bytes per second of one object copied by UploadPartCopy, its parts in parallel.
+    pub part_copy_bytes_per_second: Option<Decimal>,
 }
 
 impl Default for Assumptions {

@@ -18,26 +18,12 @@
 //! Without a measured copy rate (an older probe, or none) neither is changed: the requests alone
 //! time the move, as before.
 
+pub use super::candidate::CopyRates;
 use super::candidate::{Assumptions, Counts};
 use super::corpus::Corpus;
 use crate::catalog::Place;
 use crate::catalog::parts::{Upload, part_plan};
 use rust_decimal::Decimal;
-
-/// The service's own copies, as measured (see [`crate::probe::copy_rate::ServerCopy`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CopyRates {
-    /// One CopyObject of a small object, one in flight: the fixed cost of a copy.
-    pub copy_request_seconds: Decimal,
-    /// Seconds per GiB one CopyObject adds beyond its fixed cost.
-    pub copy_seconds_per_gib: Decimal,
-    /// Small CopyObjects per second with 32 in flight.
-    pub copies_per_second: Option<Decimal>,
-    /// Bytes per second of CopyObjects of large objects in parallel.
-    pub copy_bytes_per_second: Option<Decimal>,
-    /// Bytes per second of one object copied by UploadPartCopy, its parts in parallel.
-    pub part_copy_bytes_per_second: Option<Decimal>,
-}
 
 /// The two times of a move copied on the server.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
