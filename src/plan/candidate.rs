@@ -95,6 +95,9 @@ pub struct CopyRates {
     pub copy_bytes_per_second: Option<Decimal>,
     /// Bytes per second of one object copied by UploadPartCopy, its parts in parallel.
     pub part_copy_bytes_per_second: Option<Decimal>,
+    /// What starting `exec` takes before its first copy: the probes' own processes' start (each
+    /// opened one of the two stores exec opens), added to the move's time.
+    pub start_seconds: Option<Decimal>,
 }
 
 impl Default for Assumptions {
@@ -250,6 +253,9 @@ pub struct Time {
     /// A move copied on the server, with a probe's copy rates: what the service copies at once
     /// ([`super::server_copy`]); zero otherwise.
     pub server_copy_seconds: Decimal,
+    /// A move copied on the server, with a probe's copy rates: exec's own start (see
+    /// [`CopyRates::start_seconds`]), included in `seconds`; zero otherwise.
+    pub start_seconds: Decimal,
 }
 
 /// Request counts by end and billing class.

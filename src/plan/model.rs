@@ -172,6 +172,7 @@ fn time_of(
         if let Some(m) = measured {
             time.request_seconds = m.request_seconds;
             time.server_copy_seconds = m.copy_seconds;
+            time.start_seconds = m.start_seconds;
             // The small-PUT rate says nothing of copies: the copy rate replaces it.
             time.server_request_seconds = Decimal::ZERO;
         }
@@ -182,7 +183,7 @@ fn time_of(
             (Bound::ServerRequestRate, time.server_request_seconds),
             (Bound::ServerCopy, time.server_copy_seconds),
         ]);
-        time.seconds = seconds + time.restore_seconds;
+        time.seconds = seconds + time.start_seconds + time.restore_seconds;
         time.bound = bound;
         let how = if measured.is_some() {
             "the time is the service's copy rate as probed at the destination".to_string()

@@ -115,6 +115,7 @@ fn candidate_json(i: usize, c: &Candidate, months: u32) -> Value {
             "client_cpu_seconds": dec(c.time.client_cpu_seconds),
             "shared_hashing_seconds": dec(c.time.shared_hashing_seconds),
             "server_copy_seconds": dec(c.time.server_copy_seconds),
+            "start_seconds": dec(c.time.start_seconds),
             "effective_bandwidth_bytes_per_second": dec(c.time.effective_bandwidth),
         },
         "requests": {
@@ -185,6 +186,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                     "copies_per_second": r.copies_per_second.map(dec),
                     "copy_bytes_per_second": r.copy_bytes_per_second.map(dec),
                     "part_copy_bytes_per_second": r.part_copy_bytes_per_second.map(dec),
+                    "start_seconds": r.start_seconds.map(dec),
                 })),
             })),
         },

@@ -15,6 +15,9 @@
 //! `copy_seconds` (the `server copy` bound) = what the service copies at once: the whole copies'
 //! bytes over its parallel CopyObject throughput (or their count over its copy rate, whichever is
 //! longer), plus the part copies' bytes over its UploadPartCopy throughput.
+//! `start_seconds`: what starting `exec` took as the probes measured it (their processes' start,
+//! one per store), added to the binding bound — a copy on the server is often over in a second,
+//! so exec's own start is a visible share of it.
 //! Without a measured copy rate (an older probe, or none) neither is changed: the requests alone
 //! time the move, as before.
 
@@ -30,6 +33,8 @@ use rust_decimal::Decimal;
 pub struct ServerSideSeconds {
     pub request_seconds: Decimal,
     pub copy_seconds: Decimal,
+    /// Exec's own start before the first copy ([`CopyRates::start_seconds`]; zero unknown).
+    pub start_seconds: Decimal,
 }
 
 const GIB: u64 = 1 << 30;
@@ -87,6 +92,7 @@ pub fn seconds(
     Some(ServerSideSeconds {
         request_seconds: (slot_total / slots).max(longest),
         copy_seconds: whole + over(part_bytes, r.part_copy_bytes_per_second),
+        start_seconds: r.start_seconds.unwrap_or(Decimal::ZERO),
     })
 }
 
@@ -136,6 +142,7 @@ mod tests {
             copies_per_second: Some(Decimal::from(200)),
             copy_bytes_per_second: Some(Decimal::from(2u64 << 30)),
             part_copy_bytes_per_second: Some(Decimal::from(200_000_000u64)),
+            start_seconds: Some(Decimal::new(2, 1)),
         });
         let c = Counts {
             destination_put: 4,
@@ -144,6 +151,8 @@ mod tests {
         let s = seconds(&dst, &corpus(4, 256 << 20), &c, &a).unwrap();
         assert_eq!(s.request_seconds, Decimal::new(29, 3));
         assert_eq!(s.copy_seconds, Decimal::new(5, 1));
+        // Exec's start as the probes measured it, added by the model to the binding bound.
+        assert_eq!(s.start_seconds, Decimal::new(2, 1));
         // 2,000 × 16 KiB: slot 0.001 + 0.003 + 16,384 / 2^30 × 0.1 = 0.0040015258789... s;
         // × 2,000 / 32 slots = 0.25009536743... s. Copies: 2,000 / 200 = 10 s against
         // 32,768,000 / 2 GiB/s = 0.0153 s: the copy rate binds, 10 s.

@@ -118,6 +118,7 @@ pub(super) fn transfer_time(
         client_cpu_seconds: m.cpu,
         shared_hashing_seconds: m.shared_hashing,
         server_copy_seconds: Decimal::ZERO,
+        start_seconds: Decimal::ZERO,
     }
 }
 

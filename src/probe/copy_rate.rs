@@ -15,6 +15,10 @@
 //! | `parallel_bytes_per_second` | `--streams` CopyObjects of the `--size` object at once |
 //! | `part_copy_bytes_per_second` | one multipart upload of the `--size` object by UploadPartCopy of 4 ranges (at least 5 MiB each) in parallel, completed |
 //!
+//! `process_start_seconds` is how long this process took to start before the probe's first
+//! request (the catalog, the remotes, the store and its credentials): a move copied on the server
+//! is short enough for `exec`'s own start to be a visible share of it.
+//!
 //! A copy one in flight takes `small_copy_seconds + bytes × (copy_seconds −
 //! small_copy_seconds) / (object_bytes − small_object_bytes)`: a fixed cost per request and a
 //! cost per byte, from the two sizes ([`ServerCopy::seconds_per_byte`]). Every copy is written
@@ -44,6 +48,10 @@ pub struct ServerCopy {
     pub parallel_bytes_per_second: Option<f64>,
     pub part_bytes: u64,
     pub part_copy_bytes_per_second: Option<f64>,
+    /// Seconds this probe's process took to start before its first request
+    /// ([`since_process_start`]); `exec` starts the same way, for each of its two stores.
+    #[serde(default)]
+    pub process_start_seconds: Option<f64>,
 }
 
 impl ServerCopy {
@@ -305,4 +313,24 @@ mod tests {
     fn copy_source_keys_are_encoded() {
         assert_eq!(encode("a b/c+d.é"), "a%20b/c%2Bd.%C3%A9");
     }
+}
+
+/// Seconds from this process's start to now (`/proc/self/stat` against `/proc/uptime`, to the
+/// kernel's clock tick): what starting moverctl took on this machine, under its current load —
+/// loading the catalog and the remotes, opening the store, fetching credentials. `None` where
+/// /proc is not there.
+pub fn since_process_start() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces; the fields after its ')' are space-separated,
+    // starttime being the 22nd field overall (the 20th after the name).
+    let rest = stat.rsplit_once(')')?.1;
+    let start_ticks: f64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let uptime: f64 = (std::fs::read_to_string("/proc/uptime").ok()?)
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    (hz > 0).then(|| (uptime - start_ticks / hz as f64).max(0.0))
 }

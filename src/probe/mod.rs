@@ -51,7 +51,8 @@
 //!                    "object_bytes": 16777216, "copy_seconds": 0.05,
 //!                    "small_copies_per_second": 900.0, "parallel": 8,
 //!                    "parallel_bytes_per_second": 2.1e9, "part_bytes": 5242880,
-//!                    "part_copy_bytes_per_second": 9.0e8 },
+//!                    "part_copy_bytes_per_second": 9.0e8,
+//!                    "process_start_seconds": 0.05 },
 //!   "cleanup": { "deleted": 61, "left": [] } }
 //! ```
 //! `status` is one of `yes`, `no`, `unknown`, `not-tested`. Measurements that could not be taken
@@ -365,6 +366,7 @@ pub(crate) fn random_u64() -> u64 {
 /// Run every check against `store` and return the report. Everything written is removed before
 /// this returns, whatever the outcome.
 pub async fn probe(store: &Store, opts: ProbeOpts) -> Result<ProbeReport, ProbeError> {
+    let started = copy_rate::since_process_start();
     let seed = random_u64();
     let scratch = format!("{}.moverctl-probe-{seed:016x}/", store.prefix);
     let ctx = Ctx {
@@ -413,6 +415,9 @@ pub async fn probe(store: &Store, opts: ProbeOpts) -> Result<ProbeReport, ProbeE
             None => run.await,
         }
     };
+    if let Some(sc) = &mut report.server_copy {
+        sc.process_start_seconds = started.map(|s| (s * 1000.0).round() / 1000.0);
+    }
     report.cleanup = cleanup(&ctx).await;
     match outcome {
         Ok(()) => Ok(report),
