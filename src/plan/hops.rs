@@ -170,7 +170,7 @@ pub fn text(chain: &Chain) -> String {
     out.push_str(&trimmed(&t));
     out.push('\n');
     out.push_str(&format!(
-        "  storage: each leg's destination over {} months (not in the total: {} a month, {} to leave the last place later); the GPUs wait for leg 1 only ({}); leg 2 on starts when the leg before it has finished\n",
+        "  storage: each leg's destination over {} months (not in the total: {} a month, {} to leave the last place later); the GPUs wait for leg 1 only ({}); each later leg starts when the one before it has finished\n",
         chain.months,
         chain.cost().storage_per_month,
         chain.legs.last().map_or(Usd::ZERO, |l| l.candidate.cost.exit_egress),

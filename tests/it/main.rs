@@ -32,6 +32,7 @@ mod plan_restore;
 mod plan_src;
 mod plan_tiering;
 mod probe;
+mod probe_copy;
 mod range_md5;
 mod refusals;
 mod regress;

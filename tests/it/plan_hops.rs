@@ -170,6 +170,9 @@ fn then_prints_one_table_with_a_row_per_leg_and_the_total() {
         .unwrap();
     expect(&o, 0);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // As documented in docs/json.md.
+    let id = super::json_schema::validate(&v, &super::json_schema::schemas());
+    assert_eq!(id, Ok("moverctl.plan/1".to_string()));
     let h = &v["hops"];
     assert_eq!(h["timing"], "sequential");
     assert_eq!(h["legs"].as_array().unwrap().len(), 2);

@@ -58,18 +58,20 @@ pub fn measured_of(
         hash_cpu_seconds_per_gib: dec_of(cpu.as_ref().and_then(|c| c.hash_copy_seconds_per_gib)),
         cores: cpu.map_or(1, |c| c.cores.max(1) as u32),
         shared_host: s.is_some_and(|r| r.on_this_machine) && d.is_some_and(|r| r.on_this_machine),
-        server_copy: d.and_then(|r| copy_rates(r.server_copy.as_ref()?)).map(|mut c| {
-            // Exec opens both stores: each probe's process opened one.
-            let start = |r: Option<&crate::probe::ProbeReport>| {
-                dec_of(r?.server_copy.as_ref()?.process_start_seconds)
-            };
-            c.start_seconds = match (start(s), start(d)) {
-                (Some(a), Some(b)) => Some(a + b),
-                (None, Some(b)) => Some(b + b),
-                _ => None,
-            };
-            c
-        }),
+        server_copy: d
+            .and_then(|r| copy_rates(r.server_copy.as_ref()?))
+            .map(|mut c| {
+                // Exec opens both stores: each probe's process opened one.
+                let start = |r: Option<&crate::probe::ProbeReport>| {
+                    dec_of(r?.server_copy.as_ref()?.process_start_seconds)
+                };
+                c.start_seconds = match (start(s), start(d)) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (None, Some(b)) => Some(b + b),
+                    _ => None,
+                };
+                c
+            }),
     })
 }
 
