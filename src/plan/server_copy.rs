@@ -14,7 +14,8 @@
 //! longest object's own (a move of fewer objects than slots waits for its largest one).
 //! `copy_seconds` (the `server copy` bound) = what the service copies at once: the whole copies'
 //! bytes over its parallel CopyObject throughput (or their count over its copy rate, whichever is
-//! longer), plus the part copies' bytes over its UploadPartCopy throughput.
+//! longer), plus the part copies' bytes over its UploadPartCopy throughput, plus the source's
+//! HEADs over the source's small-GET rate (the same service answers them).
 //! `start_seconds`: what starting `exec` took as the probes measured it (their processes' start,
 //! one per store), added to the binding bound — a copy on the server is often over in a second,
 //! so exec's own start is a visible share of it.
@@ -47,7 +48,8 @@ pub fn seconds(
     c: &Counts,
     a: &Assumptions,
 ) -> Option<ServerSideSeconds> {
-    let r = a.measured.as_ref()?.server_copy.as_ref()?;
+    let m = a.measured.as_ref()?;
+    let r = m.server_copy.as_ref()?;
     let latency = Decimal::from(a.latency_ms) / Decimal::from(1000);
     let whole_copy = dst.limits().copy_keeps_multipart_etag == crate::catalog::Tristate::Yes;
     let (mut slot_total, mut longest) = (Decimal::ZERO, Decimal::ZERO);
@@ -89,9 +91,12 @@ pub fn seconds(
         whole_objects.min(c.destination_put),
         r.copies_per_second,
     ));
+    // The source's HEADs are answered by the same service (one service at both ends), between
+    // the copies: at the source's measured small-GET rate.
+    let heads = over(c.source_head, m.source_get_per_second);
     Some(ServerSideSeconds {
         request_seconds: (slot_total / slots).max(longest),
-        copy_seconds: whole + over(part_bytes, r.part_copy_bytes_per_second),
+        copy_seconds: whole + over(part_bytes, r.part_copy_bytes_per_second) + heads,
         start_seconds: r.start_seconds.unwrap_or(Decimal::ZERO),
     })
 }
@@ -153,6 +158,18 @@ mod tests {
         assert_eq!(s.copy_seconds, Decimal::new(5, 1));
         // Exec's start as the probes measured it, added by the model to the binding bound.
         assert_eq!(s.start_seconds, Decimal::new(2, 1));
+        // With the source's small GETs measured at 400/s, the 2,000 HEADs add 5 s: 15 s.
+        let mut with_gets = a.clone();
+        if let Some(m) = with_gets.measured.as_mut() {
+            m.source_get_per_second = Some(Decimal::from(400));
+        }
+        let heads = Counts {
+            destination_put: 2_000,
+            source_head: 2_000,
+            ..Counts::default()
+        };
+        let s = seconds(&dst, &corpus(2_000, 16_384), &heads, &with_gets).unwrap();
+        assert_eq!(s.copy_seconds, Decimal::from(15));
         // 2,000 × 16 KiB: slot 0.001 + 0.003 + 16,384 / 2^30 × 0.1 = 0.0040015258789... s;
         // × 2,000 / 32 slots = 0.25009536743... s. Copies: 2,000 / 200 = 10 s against
         // 32,768,000 / 2 GiB/s = 0.0153 s: the copy rate binds, 10 s.
