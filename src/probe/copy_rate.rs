@@ -284,6 +284,26 @@ fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 
+/// Seconds from this process's start to now (`/proc/self/stat` against `/proc/uptime`, to the
+/// kernel's clock tick): what starting moverctl took on this machine, under its current load —
+/// loading the catalog and the remotes, opening the store, fetching credentials. `None` where
+/// /proc is not there.
+pub fn since_process_start() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces; the fields after its ')' are space-separated,
+    // starttime being the 22nd field overall (the 20th after the name).
+    let rest = stat.rsplit_once(')')?.1;
+    let start_ticks: f64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let uptime: f64 = (std::fs::read_to_string("/proc/uptime").ok()?)
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    (hz > 0).then(|| (uptime - start_ticks / hz as f64).max(0.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,24 +333,4 @@ mod tests {
     fn copy_source_keys_are_encoded() {
         assert_eq!(encode("a b/c+d.é"), "a%20b/c%2Bd.%C3%A9");
     }
-}
-
-/// Seconds from this process's start to now (`/proc/self/stat` against `/proc/uptime`, to the
-/// kernel's clock tick): what starting moverctl took on this machine, under its current load —
-/// loading the catalog and the remotes, opening the store, fetching credentials. `None` where
-/// /proc is not there.
-pub fn since_process_start() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (field 2) may hold spaces; the fields after its ')' are space-separated,
-    // starttime being the 22nd field overall (the 20th after the name).
-    let rest = stat.rsplit_once(')')?.1;
-    let start_ticks: f64 = rest.split_whitespace().nth(19)?.parse().ok()?;
-    // SAFETY: sysconf only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    let uptime: f64 = (std::fs::read_to_string("/proc/uptime").ok()?)
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    (hz > 0).then(|| (uptime - start_ticks / hz as f64).max(0.0))
 }
