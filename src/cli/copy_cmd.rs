@@ -70,7 +70,12 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
     }
     r.quiet = args.quiet;
     let inventory = args.inventory.map(|i| (i, remotes.clone()));
-    drive(src, dst, r, (Some(&plan), inventory), catalog, shard)
+    let exit = drive(src, dst, r, (Some(&plan), inventory), catalog, shard)?;
+    let done = exit == Exit::Success && !args.engine.dry_run;
+    if let Some(next) = moverctl::job::plan::hops::next_step(&args.plan, &plan, done) {
+        eprintln!("moverctl: {next}");
+    }
+    Ok(exit)
 }
 
 /// What copy and exec show while they run: the progress display, each object's line with

@@ -1,6 +1,7 @@
 pub mod candidate;
 pub mod corpus;
 pub mod file;
+pub mod hops;
 pub mod horizon;
 pub mod model;
 pub mod price;
@@ -10,5 +11,6 @@ pub mod report;
 pub mod report_tiering;
 pub mod requests;
 pub mod restore;
+pub mod server_copy;
 pub mod tiering;
 pub mod timing;
