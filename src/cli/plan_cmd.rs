@@ -556,7 +556,7 @@ fn probe_line(p: &ProbeUse) -> String {
     if let Some(s) = p.stream {
         parts.push(format!(
             "stream {}/s",
-            moverctl::units::fmt_bytes(s.to_u64().unwrap_or(u64::MAX))
+            moverctl::units::fmt_bytes_si(s.to_u64().unwrap_or(u64::MAX))
         ));
     }
     format!(

@@ -512,23 +512,9 @@ fn percent_decoded(s: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|_| s.to_string())
 }
 
-/// A size given to `plan` (`--bytes`, profile sizes, part sizes): as [`crate::units::parse_bytes`],
-/// but a lowercase `b` after a prefix (`2Pb`, `64Mib`) is refused as ambiguous: the plan's rate
-/// flags read it as bits (`10Gbps`), a size means bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let unit = t.trim_start_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | '_' | ','));
-    let unit = unit.trim();
-    if unit.len() > 1 && unit.ends_with('b') {
-        let prefix = &unit[..unit.len() - 1];
-        return Err(format!(
-            "{t:?}: a lowercase b means bits (as in 10Gbps); for a size write {n}{u}B (bytes, powers of 1000) or {n}{u}iB (powers of 1024)",
-            n = &t[..t.len() - unit.len()].trim(),
-            u = prefix.trim_end_matches('i').to_ascii_uppercase(),
-        ));
-    }
-    crate::units::parse_bytes(t)
-}
+/// A size given to `plan` (`--bytes`, profile sizes, part sizes): the one convention of every
+/// size flag ([`crate::units::SIZE_UNITS`]).
+pub use crate::units::parse_size;
 
 #[cfg(test)]
 mod tests {

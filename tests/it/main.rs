@@ -42,6 +42,7 @@ mod stage;
 mod stores;
 mod stream_put;
 mod sync;
+mod units;
 
 use moverctl::catalog::{Catalog, Place};
 use moverctl::plan::corpus::Corpus;
