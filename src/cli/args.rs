@@ -63,7 +63,7 @@ pub struct EngineArgs {
     #[arg(long, default_value = "auto")]
     pub verify: String,
     /// Show what would be copied and skipped, and why; change nothing.
-    #[arg(long)]
+    #[arg(long, short = 'n')]
     pub dry_run: bool,
     /// Only keys matching this glob (repeatable; rclone's rules: '*.safetensors' at any depth,
     /// '/ckpt/**' from the root only, '**' crosses folders).

@@ -101,7 +101,7 @@ impl Corpus {
             (Some(p), b, Some(o)) => profile_buckets(p, o, b)?,
             (Some(_), _, None) => {
                 return Err(CorpusError::Flags(
-                    "--profile needs --objects (the profile gives shares of the object count)"
+                    "--size-profile needs --objects (the profile gives shares of the object count)"
                         .into(),
                 ));
             }
@@ -224,7 +224,7 @@ fn profile_buckets(
     objects: u64,
     bytes: Option<u64>,
 ) -> Result<Vec<SizeBucket>, CorpusError> {
-    let bad = |m: String| CorpusError::Flags(format!("--profile {p:?}: {m}"));
+    let bad = |m: String| CorpusError::Flags(format!("--size-profile {p:?}: {m}"));
     let mut parts = Vec::new();
     let mut share_sum = rust_decimal::Decimal::ZERO;
     for item in p.split(',') {
