@@ -169,6 +169,14 @@ pub(super) const SHORT: &[(&str, &str)] = &[
         "Object sizes as shares of the count: \"70%:256KiB,25%:64MiB,5%:4GiB\"",
     ),
     ("plan.json", "Print the ranking as JSON"),
+    (
+        "plan.progress",
+        "Where shards keep their progress records (recorded in the plan)",
+    ),
+    (
+        "status.progress",
+        "A sharded plan: where its shards keep their progress records",
+    ),
     ("plan.dst", "Destination location to record in the plan"),
     (
         "profile",

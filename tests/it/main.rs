@@ -15,6 +15,7 @@ mod fidelity;
 mod from_url;
 mod gzip;
 mod habits;
+mod help;
 mod identity;
 mod job;
 mod json_schema;
