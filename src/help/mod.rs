@@ -114,13 +114,17 @@ fn dress(mut sc: Command) -> Command {
 pub fn decorate(mut cmd: Command) -> Command {
     for id in GLOBAL_IDS {
         cmd = cmd.mut_arg(id, |a| {
-            let full = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            let mut full = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            if let Some(var) = a.get_env() {
+                full = format!("{full} (also {})", var.to_string_lossy());
+            }
             let short = short_of("", id, &full);
             let values = a.get_action().takes_values();
             a.help_heading(GLOBAL)
                 .help(short)
                 .long_help(full)
                 .hide_possible_values(values)
+                .hide_env(true)
         });
     }
     let names: Vec<String> = cmd
@@ -145,7 +149,13 @@ pub fn decorate(mut cmd: Command) -> Command {
             sc
         }
     }
-    help_last(cmd).mut_arg("version", |a| a.help_heading(GLOBAL))
+    let exits = cmd
+        .get_after_help()
+        .map(|h| h.to_string())
+        .unwrap_or_default();
+    help_last(cmd)
+        .mut_arg("version", |a| a.help_heading(GLOBAL))
+        .after_help(format!("{}\n\n{exits}", crate::units::SIZE_UNITS))
 }
 
 /// Parse the process's arguments with the dressed command; a usage error is printed with a

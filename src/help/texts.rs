@@ -192,15 +192,12 @@ pub(super) const SHORT: &[(&str, &str)] = &[
     ),
     (
         "providers",
-        "Folder of provider files that replace or extend the catalog",
+        "Provider files that extend the catalog (or MOVERCTL_PROVIDERS)",
     ),
-    (
-        "retry_timeout",
-        "How long a failed request is retried, e.g. 4m or 30s",
-    ),
+    ("retry_timeout", "Retry each failed request this long"),
     (
         "verbose",
-        "More detail on stderr: -v retries and a stats line, -vv every request",
+        "More detail: -v retries and stats, -vv every request",
     ),
     (
         "log_level",
@@ -403,6 +400,15 @@ Examples:
 Every flag in full: moverctl help exec.";
 
 const SYNC: &str = "\
+sync copies new and changed objects (by size, the journal kept in the state folder, MD5 ETags
+when both sides have them, and only then one HEAD), and with --delete removes what the source no
+longer has: never after a run with a failed or refused object, never when the source listed
+nothing (unless --allow-empty-source), never more than --max-delete, never an object younger
+than the destination's minimum storage duration unless --allow-early-delete. --dry-run shows all
+of it. With --json, sync prints one summary object (a dry run first prints one line per object it
+would copy, delete or keep). Exit code 5 (delete guard) is sync's own; 6 means another run of the
+same pair (copy or sync) holds the lock.
+
 Examples:
   moverctl sync s3://prod/models gs://mirror/models --delete -n     what a run would do
   moverctl sync s3://prod/models gs://mirror/models --delete --max-delete 1%
