@@ -144,3 +144,30 @@ fn the_summary_rate_is_in_the_flags_units() {
     assert!((1.8..3.5).contains(&mib), "{time}");
     assert!(out.contains("6.00 MiB"), "{out}");
 }
+
+/// `probe --size 1M` streams 1 MiB (it was 1,000,000 bytes), shown as 1.00 MiB.
+#[test]
+fn probe_size_is_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = |json: bool| {
+        let mut c = super::moverctl();
+        c.arg("probe").arg(dir.path()).args([
+            "--size",
+            "1M",
+            "--streams",
+            "1",
+            "--requests",
+            "1",
+            "--no-save",
+        ]);
+        if json {
+            c.arg("--json");
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{o:?}");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let doc: serde_json::Value = serde_json::from_str(&probe(true)).unwrap();
+    assert_eq!(doc["stream_bytes"], MIB);
+    assert!(probe(false).contains("PUT of 1.00 MiB"));
+}
