@@ -63,7 +63,7 @@ pub struct EngineArgs {
     #[arg(long, default_value = "auto")]
     pub verify: String,
     /// Show what would be copied and skipped, and why; change nothing.
-    #[arg(long)]
+    #[arg(long, short = 'n')]
     pub dry_run: bool,
     /// Only keys matching this glob (repeatable; rclone's rules: '*.safetensors' at any depth,
     /// '/ckpt/**' from the root only, '**' crosses folders).
@@ -205,7 +205,6 @@ pub struct ExecArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = SYNC_HELP)]
 pub struct SyncArgs {
     /// Where to read: s3://…, gs://…, az://…, a path, or REMOTE:bucket/prefix.
     pub src: String,
@@ -249,12 +248,3 @@ pub struct SyncArgs {
     #[command(flatten)]
     pub engine: EngineArgs,
 }
-
-const SYNC_HELP: &str = "\
-sync copies new and changed objects (by size, the journal kept in the state folder, MD5 ETags
-when both sides have them, and only then one HEAD), and with --delete removes what the source no
-longer has: never after a run with a failed or refused object, never when the source listed
-nothing (unless --allow-empty-source), never more than --max-delete, never an object younger
-than the destination's minimum storage duration unless --allow-early-delete. --dry-run shows all
-of it. With --json, sync prints one summary object (a dry run first prints one line per object it
-would copy, delete or keep). Exit code 5 (delete guard) is sync's own; 6 means another run of the same pair (copy or sync) holds the lock.";

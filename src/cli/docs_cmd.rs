@@ -33,7 +33,7 @@ pub fn completions(shell: clap_complete::Shell) -> Result<(), CliError> {
 pub fn man(dir: &Path) -> Result<(), CliError> {
     let fail = |e: std::io::Error| CliError::Failure(format!("{}: {e}", dir.display()));
     std::fs::create_dir_all(dir).map_err(fail)?;
-    clap_mangen::generate_to(Cli::command(), dir).map_err(fail)?;
+    clap_mangen::generate_to(moverctl::help::decorate(Cli::command()), dir).map_err(fail)?;
     let n = std::fs::read_dir(dir)
         .map_err(fail)?
         .filter_map(Result::ok)

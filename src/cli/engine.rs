@@ -12,7 +12,7 @@ use moverctl::limit::Limits;
 use moverctl::plan::file::PlanFile;
 use moverctl::store::Store;
 use moverctl::transfer::{CopyOptions, Verify};
-use moverctl::units::{fmt_bytes, parse_bytes};
+use moverctl::units::{fmt_bytes, parse_size};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -130,7 +130,7 @@ fn parts(
     dst: &Store,
     plan: Option<&PlanFile>,
 ) -> Result<(PartRule, StoreLimits, u64), CliError> {
-    let size = |flag: &str, v: &str| parse_bytes(v).map_err(|m| usage(format!("{flag}: {m}")));
+    let size = |flag: &str, v: &str| parse_size(v).map_err(|m| usage(format!("{flag}: {m}")));
     let mut dst_limits = default_limits(catalog, dst);
     let mut rule = PartRule {
         threshold: DEFAULT_MULTIPART_THRESHOLD,

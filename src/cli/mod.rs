@@ -50,6 +50,10 @@ pub struct Cli {
     /// a run goes on.
     #[arg(long, global = true, value_name = "NAME")]
     pub profile: Option<String>,
+    /// S3 endpoint for every S3 location whose remote names none (as the AWS CLI's; it wins
+    /// over AWS_ENDPOINT_URL), e.g. http://127.0.0.1:3900.
+    #[arg(long, global = true, value_name = "URL")]
+    pub endpoint_url: Option<String>,
     /// How long one failed request (LIST, HEAD, GET, PUT, part, DELETE) is retried with backoff
     /// before it is reported, e.g. 4m or 30s.
     #[arg(
@@ -142,7 +146,9 @@ pub fn load_catalog(dir: Option<&std::path::Path>) -> Result<Catalog, CliError> 
 /// Parse arguments, run, print any error once, and return the exit code.
 pub fn main() -> std::process::ExitCode {
     pipe::install_hook();
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = moverctl::help::matches(Cli::command());
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match run(cli) {
         Ok(code) => code.into(),
         // The reader of stdout went away (`| head`): nothing more to say to anyone.
@@ -154,16 +160,21 @@ pub fn main() -> std::process::ExitCode {
     }
 }
 
-pub fn run(cli: Cli) -> Result<Exit, CliError> {
+pub fn run(mut cli: Cli) -> Result<Exit, CliError> {
     log::init(&cli.log)?;
     let window = humantime::parse_duration(&cli.retry_timeout)
         .map_err(|e| CliError::Usage(format!("--retry-timeout {:?}: {e}", cli.retry_timeout)))?;
     moverctl::store::retry::set_timeout(window);
-    // `plan --profile` is its object-size profile (an older flag of plan's own, which shadows
-    // this one there): plan's AWS profile comes from AWS_PROFILE or a remote.
-    if !matches!(cli.command, Command::Plan(_)) {
-        moverctl::store::creds::set_cli_profile(cli.profile.clone());
+    // `plan --profile 70%:256KiB,…` is the older spelling of --size-profile (no AWS profile
+    // name holds a '%').
+    if let Command::Plan(a) = &mut cli.command
+        && a.profile.is_none()
+        && cli.profile.as_deref().is_some_and(|p| p.contains('%'))
+    {
+        a.profile = cli.profile.take();
     }
+    moverctl::store::creds::set_cli_profile(cli.profile.clone());
+    moverctl::store::set_cli_endpoint(cli.endpoint_url.clone());
     let catalog = load_catalog(cli.providers.as_deref())?;
     let load_remotes = || -> Result<moverctl::store::config::Remotes, CliError> {
         let r = moverctl::store::config::Remotes::load(cli.config.as_deref())?;

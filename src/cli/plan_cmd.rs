@@ -72,10 +72,10 @@ pub struct PlanArgs {
     pub objects: Option<String>,
     /// Object-size profile: shares of the object count with a typical size each,
     /// e.g. "70%:256KiB,25%:64MiB,5%:4GiB" (scaled to --bytes when given).
-    #[arg(long)]
+    #[arg(long = "size-profile", id = "size_profile", value_name = "MIX")]
     pub profile: Option<String>,
     /// A listing of the corpus: CSV (key,size[,storage_class]) or JSON lines; streamed.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["bytes", "objects", "profile"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["bytes", "objects", "size_profile"])]
     pub inventory: Option<PathBuf>,
     /// Inventory format: auto (by extension), csv, jsonl, or s3 (S3 Inventory CSV; see --s3-columns).
     #[arg(long, default_value = "auto")]
@@ -175,7 +175,7 @@ pub struct PlanArgs {
     #[arg(long, default_value = "plans")]
     pub plans_dir: PathBuf,
     /// Source location to record in the plan (s3://bucket/prefix, gs://…, az://…, a path, or
-    /// REMOTE:bucket/prefix). Without --bytes, --objects, --profile or --inventory, the location is
+    /// REMOTE:bucket/prefix). Without --bytes, --objects, --size-profile or --inventory, the location is
     /// listed once (streamed, constant memory, progress on stderr) and the plan uses its real sizes.
     #[arg(long, value_name = "LOCATION")]
     pub src: Option<String>,
@@ -337,7 +337,7 @@ fn hops_of(args: &PlanArgs) -> Result<Vec<moverctl::job::plan::hops::Hop>, CliEr
 }
 
 /// The corpus: `--inventory`, a listing of `--src` (without `--bytes`, `--objects` and
-/// `--profile`), or those flags.
+/// `--size-profile`), or those flags.
 fn corpus_of(config: Option<&std::path::Path>, args: &PlanArgs) -> Result<Corpus, CliError> {
     let read = |source| moverctl::job::plan::read_corpus(&source, config, &Notes);
     match (&args.inventory, &args.src) {
@@ -599,7 +599,7 @@ fn probe_line(p: &ProbeUse) -> String {
     if let Some(s) = p.stream {
         parts.push(format!(
             "stream {}/s",
-            moverctl::units::fmt_bytes(s.to_u64().unwrap_or(u64::MAX))
+            moverctl::units::fmt_bytes_si(s.to_u64().unwrap_or(u64::MAX))
         ));
     }
     format!(

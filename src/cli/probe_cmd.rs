@@ -7,7 +7,7 @@ use super::exit::Exit;
 use clap::Args;
 use moverctl::probe::{self, ProbeOpts};
 use moverctl::store::config::Remotes;
-use moverctl::units::parse_bytes;
+use moverctl::units::parse_size;
 
 #[derive(Debug, Args)]
 pub struct ProbeArgs {
@@ -43,7 +43,7 @@ impl moverctl::job::Observer for Notes {
 
 pub fn run(remotes: &Remotes, args: ProbeArgs) -> Result<Exit, CliError> {
     let usage = |m: String| CliError::Usage(m);
-    let size = parse_bytes(&args.size).map_err(|e| usage(format!("--size: {e}")))?;
+    let size = parse_size(&args.size).map_err(|e| usage(format!("--size: {e}")))?;
     if size == 0 || size > 5 << 30 {
         return Err(usage(format!(
             "--size {}: give a size from 1 byte to 5GiB",

@@ -169,7 +169,7 @@ impl Progress {
             super::log::set_progress(Some(m.clone()));
         }
         let object_style = indicatif::ProgressStyle::with_template(
-            "  {bar:30} {decimal_bytes:>9} / {decimal_total_bytes:<9} {msg}",
+            "  {bar:30} {bytes:>9} / {total_bytes:<9} {msg}",
         )
         .expect("a valid template");
         let (m2, stop2) = (multi.clone(), stop.clone());
@@ -236,9 +236,9 @@ fn failed_note(n: u64) -> String {
 
 fn style(with_total: bool) -> indicatif::ProgressStyle {
     let template = if with_total {
-        "{decimal_bytes:>9} / {decimal_total_bytes:<9} {bar:25} {percent:>3}% {decimal_bytes_per_sec:>10}  ETA {eta:<4} {msg}"
+        "{bytes:>9} / {total_bytes:<9} {bar:25} {percent:>3}% {binary_bytes_per_sec:>10}  ETA {eta:<4} {msg}"
     } else {
-        "{decimal_bytes:>9} {decimal_bytes_per_sec:>11}  {elapsed}  {msg}"
+        "{bytes:>9} {binary_bytes_per_sec:>11}  {elapsed}  {msg}"
     };
     indicatif::ProgressStyle::with_template(template).expect("a valid template")
 }
@@ -304,12 +304,12 @@ mod tests {
         // 25 MiB in 5 s is 5 MiB/s; 75 MiB left is 15 s.
         assert_eq!(
             s.line(),
-            "26.2 MB / 105 MB (25.0 %), 3 / 10 objects, 5.24 MB/s, ETA 15 s, 1 failed"
+            "25.0 MiB / 100 MiB (25.0 %), 3 / 10 objects, 5.00 MiB/s, ETA 15 s, 1 failed"
         );
         let s = snap(25 * mib, None, 5);
         assert_eq!(
             s.line(),
-            "26.2 MB, 3 objects done (listing: 7 found so far), 5.24 MB/s, 1 failed"
+            "25.0 MiB, 3 objects done (listing: 7 found so far), 5.00 MiB/s, 1 failed"
         );
     }
 }

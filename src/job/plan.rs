@@ -418,7 +418,7 @@ fn list_corpus(
                 observer.note(&format!(
                     "listing {shown}: {} objects, {} so far",
                     crate::units::fmt_count(b.objects()),
-                    crate::units::fmt_bytes(b.bytes())
+                    crate::units::fmt_bytes_si(b.bytes())
                 ));
             }
         }
@@ -427,7 +427,7 @@ fn list_corpus(
     observer.note(&format!(
         "listed {shown}: {} objects, {} in {:.1} s{}",
         crate::units::fmt_count(corpus.objects()),
-        crate::units::fmt_bytes(corpus.bytes()),
+        crate::units::fmt_bytes_si(corpus.bytes()),
         started.elapsed().as_secs_f64(),
         if refused > 0 {
             format!(" ({refused} keys refused, not counted)")

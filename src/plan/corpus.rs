@@ -101,7 +101,7 @@ impl Corpus {
             (Some(p), b, Some(o)) => profile_buckets(p, o, b)?,
             (Some(_), _, None) => {
                 return Err(CorpusError::Flags(
-                    "--profile needs --objects (the profile gives shares of the object count)"
+                    "--size-profile needs --objects (the profile gives shares of the object count)"
                         .into(),
                 ));
             }
@@ -224,7 +224,7 @@ fn profile_buckets(
     objects: u64,
     bytes: Option<u64>,
 ) -> Result<Vec<SizeBucket>, CorpusError> {
-    let bad = |m: String| CorpusError::Flags(format!("--profile {p:?}: {m}"));
+    let bad = |m: String| CorpusError::Flags(format!("--size-profile {p:?}: {m}"));
     let mut parts = Vec::new();
     let mut share_sum = rust_decimal::Decimal::ZERO;
     for item in p.split(',') {
@@ -487,23 +487,9 @@ fn read_csv(
     Ok(())
 }
 
-/// A size given to `plan` (`--bytes`, profile sizes, part sizes): as [`crate::units::parse_bytes`],
-/// but a lowercase `b` after a prefix (`2Pb`, `64Mib`) is refused as ambiguous: the plan's rate
-/// flags read it as bits (`10Gbps`), a size means bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let unit = t.trim_start_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | '_' | ','));
-    let unit = unit.trim();
-    if unit.len() > 1 && unit.ends_with('b') {
-        let prefix = &unit[..unit.len() - 1];
-        return Err(format!(
-            "{t:?}: a lowercase b means bits (as in 10Gbps); for a size write {n}{u}B (bytes, powers of 1000) or {n}{u}iB (powers of 1024)",
-            n = &t[..t.len() - unit.len()].trim(),
-            u = prefix.trim_end_matches('i').to_ascii_uppercase(),
-        ));
-    }
-    crate::units::parse_bytes(t)
-}
+/// A size given to `plan` (`--bytes`, profile sizes, part sizes): the one convention of every
+/// size flag ([`crate::units::SIZE_UNITS`]).
+pub use crate::units::parse_size;
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,7 @@ use super::corpus::Corpus;
 use super::price::{gb, internet_egress, storage_month};
 use crate::catalog::{OverMultiple, Place, RequestPrice};
 use crate::money::Usd;
-use crate::units::{fmt_bytes, fmt_duration};
+use crate::units::{fmt_bytes_si, fmt_duration};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::*;
 
@@ -66,7 +66,7 @@ pub fn read_month(
                 let mult = e.free_multiple_of_stored.map(|m| m.0).unwrap_or_default();
                 let read = format!(
                     "reads of {} a month to {} are {}x the stored corpus, above its free {}x",
-                    fmt_bytes(
+                    fmt_bytes_si(
                         (Decimal::from(corpus.total_bytes()) * r.per_month)
                             .to_u64()
                             .unwrap_or(u64::MAX)

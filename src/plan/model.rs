@@ -38,7 +38,7 @@ use super::requests::{CopyPath, count_requests};
 use super::timing::transfer_time;
 use crate::catalog::{OverMultiple, Place};
 use crate::money::Usd;
-use crate::units::{fmt_bytes, fmt_count, fmt_duration};
+use crate::units::{fmt_bytes_si, fmt_count, fmt_duration};
 use rust_decimal::Decimal;
 
 pub use super::candidate::{
@@ -71,7 +71,7 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
             "{}: {} objects are larger than its {} object limit (or need more than {} parts) and cannot be copied",
             dst.provider_id(),
             fmt_count(counts.unplaceable_objects),
-            fmt_bytes(dst.limits().max_object_bytes),
+            crate::units::fmt_bytes(dst.limits().max_object_bytes),
             dst.limits().max_parts
         ));
     }
@@ -105,7 +105,7 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         warnings.push(format!(
             "{} objects averaging {}: per-request fees and latency dominate; packing them into shards would cut both",
             fmt_count(objects),
-            fmt_bytes(total_bytes / objects)
+            fmt_bytes_si(total_bytes / objects)
         ));
     }
 

@@ -5,7 +5,7 @@
 use super::corpus::Corpus;
 use crate::catalog::{Egress, OverMultiple, Place, RequestPrice, StorageClass};
 use crate::money::Usd;
-use crate::units::fmt_bytes;
+use crate::units::fmt_bytes_si;
 use rust_decimal::Decimal;
 use rust_decimal::prelude::*;
 
@@ -189,19 +189,19 @@ pub(super) fn storage_month(dst: &Place, corpus: &Corpus, warnings: &mut Vec<Str
         let why = if class.min_object_bytes > 0 {
             format!(
                 "objects under {} are billed as {}",
-                fmt_bytes(class.min_object_bytes),
-                fmt_bytes(class.min_object_bytes)
+                crate::units::fmt_bytes(class.min_object_bytes),
+                crate::units::fmt_bytes(class.min_object_bytes)
             )
         } else {
             format!(
                 "{} of overhead is billed per object",
-                fmt_bytes(class.overhead_bytes_per_object)
+                crate::units::fmt_bytes(class.overhead_bytes_per_object)
             )
         };
         warnings.push(format!(
             "{}: {why}, adding {} of billed size and {}/month",
             dst.provider_id(),
-            fmt_bytes(u64::try_from(billed - raw).unwrap_or(u64::MAX)),
+            fmt_bytes_si(u64::try_from(billed - raw).unwrap_or(u64::MAX)),
             extra
         ));
     }

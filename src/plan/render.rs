@@ -31,7 +31,7 @@ use super::corpus::Corpus;
 use super::horizon;
 use super::model::{Assumptions, Candidate, Kind};
 use crate::catalog::Place;
-use crate::units::{fmt_bytes, fmt_count, fmt_duration, fmt_rate_bits};
+use crate::units::{fmt_bytes_si, fmt_count, fmt_duration, fmt_rate_bits};
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets::UTF8_HORIZONTAL_ONLY};
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
@@ -202,9 +202,9 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
     let avg = bytes.checked_div(objects).unwrap_or(0);
     out.push_str(&format!(
         "Corpus   {} in {} objects (avg {}), {}; horizon {} months\n",
-        fmt_bytes(bytes),
+        fmt_bytes_si(bytes),
         fmt_count(objects),
-        fmt_bytes(avg),
+        fmt_bytes_si(avg),
         src.canonical(),
         a.months
     ));

@@ -17,7 +17,7 @@
 use super::render::{compact, finish, trimmed};
 use super::tiering::{FastThroughput, Idle, OptionCost, Plan};
 use crate::money::Usd;
-use crate::units::{fmt_bytes, fmt_count};
+use crate::units::{fmt_bytes_si, fmt_count};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
 use serde_json::{Value, json};
@@ -31,7 +31,7 @@ fn dec(d: Decimal) -> Value {
 pub fn rate(bytes_per_second: Decimal) -> String {
     format!(
         "{}/s",
-        fmt_bytes(bytes_per_second.round().to_u64().unwrap_or(u64::MAX))
+        fmt_bytes_si(bytes_per_second.round().to_u64().unwrap_or(u64::MAX))
     )
 }
 
@@ -157,7 +157,7 @@ fn header(p: &Plan) -> String {
         s.push_str(&format!(
             "Data set {}: {} in {} objects, read {} times a month\n",
             d.name,
-            fmt_bytes(d.bytes),
+            fmt_bytes_si(d.bytes),
             fmt_count(d.objects),
             d.reads_per_month.round_dp(3).normalize()
         ));
@@ -165,7 +165,7 @@ fn header(p: &Plan) -> String {
     if let Some(c) = &i.checkpoints {
         s.push_str(&format!(
             "Checkpoints: {} every {} of training, {} kept ({} a month)\n",
-            fmt_bytes(c.bytes),
+            fmt_bytes_si(c.bytes),
             crate::units::fmt_duration(c.every_seconds),
             c.keep,
             i.checkpoints_per_month().round_dp(1).normalize()
@@ -207,7 +207,7 @@ pub fn text(p: &Plan) -> String {
                 (k + 1).to_string()
             },
             o.boundary.id().to_string(),
-            fmt_bytes(o.fast_bytes),
+            fmt_bytes_si(o.fast_bytes),
             o.storage().to_string(),
             (o.object_reads + o.staging_fees).to_string(),
             idle(o.checkpoint_idle),

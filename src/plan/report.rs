@@ -15,7 +15,7 @@ use super::horizon::cumulative;
 use super::model::{Assumptions, Candidate, Cost, Kind};
 use crate::catalog::Place;
 use crate::money::Usd;
-use crate::units::{fmt_bytes, fmt_count, fmt_duration, fmt_rate_bits};
+use crate::units::{fmt_bytes_si, fmt_count, fmt_duration, fmt_rate_bits};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::*;
 use std::fmt::Write;
@@ -533,8 +533,8 @@ fn assumptions_list(src: &Place, a: &Assumptions, ranked: &[Candidate]) -> Strin
         format!("GPU cluster idle cost: {}/hour", a.gpu_hourly),
         format!(
             "multipart above {}, parts of {} (raised to each store's limits)",
-            fmt_bytes(a.part_rule.threshold),
-            fmt_bytes(a.part_rule.preferred_part)
+            crate::units::fmt_bytes(a.part_rule.threshold),
+            crate::units::fmt_bytes(a.part_rule.preferred_part)
         ),
         format!(
             "exit waiver assumed: {}",
@@ -615,7 +615,7 @@ pub fn html(
         h,
         "<h1>moverctl plan</h1><p class=\"muted\">{}</p><p>Corpus: <b>{}</b> in <b>{}</b> objects at <b>{}</b> ({}). Generated {} by moverctl {}.</p>",
         esc(&question),
-        esc(&fmt_bytes(bytes)),
+        esc(&fmt_bytes_si(bytes)),
         esc(&fmt_count(objects)),
         esc(&src.canonical()),
         esc(&corpus.origin),

@@ -8,7 +8,7 @@ use super::render_tiering::{fast_line, idle, rate};
 use super::report::{STYLE, esc};
 use super::tiering::{OptionCost, Plan};
 use crate::money::Usd;
-use crate::units::fmt_bytes;
+use crate::units::fmt_bytes_si;
 use rust_decimal::prelude::ToPrimitive;
 use std::fmt::Write;
 
@@ -132,7 +132,7 @@ fn table(p: &Plan) -> String {
                 ""
             },
             esc(o.boundary.label()),
-            esc(&fmt_bytes(o.fast_bytes)),
+            esc(&fmt_bytes_si(o.fast_bytes)),
             esc(&rw),
             o.storage(),
             o.object_reads + o.staging_fees,

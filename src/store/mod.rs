@@ -217,8 +217,18 @@ fn userinfo_refused(source: &str) -> OpenError {
     }
 }
 
-/// The S3 endpoint a location talks to: the remote's, else `AWS_ENDPOINT_URL_S3`, else
-/// `AWS_ENDPOINT_URL`, else None (AWS). `env` reads a variable (tests pass their own).
+static CLI_ENDPOINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// `--endpoint-url URL`: the S3 endpoint of every S3 location whose remote names none of its
+/// own, ahead of `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` as in the AWS CLI (set once, by the
+/// CLI).
+pub fn set_cli_endpoint(e: Option<String>) {
+    let _ = CLI_ENDPOINT.set(e.filter(|e| !e.is_empty()));
+}
+
+/// The S3 endpoint a location talks to: the remote's, else `--endpoint-url`, else
+/// `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`, else None (AWS). `env` reads a variable
+/// (tests pass their own).
 pub(crate) fn s3_endpoint_with(
     remote: Option<&Remote>,
     shown: &str,
@@ -231,6 +241,12 @@ pub(crate) fn s3_endpoint_with(
             )));
         }
         return Ok(Some(e.clone()));
+    }
+    if let Some(e) = CLI_ENDPOINT.get().cloned().flatten() {
+        if endpoint_has_userinfo(&e) {
+            return Err(userinfo_refused("--endpoint-url"));
+        }
+        return Ok(Some(e));
     }
     for var in ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"] {
         if let Some(v) = env(var) {

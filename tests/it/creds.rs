@@ -921,3 +921,82 @@ fn plan_warns_when_the_move_outlasts_the_credentials() {
         "{e}"
     );
 }
+
+/// `--endpoint-url` and `--profile` as the AWS CLI's (issue 31): the flag's endpoint wins over
+/// AWS_ENDPOINT_URL (here a dead port), and the profile named signs the requests (a profile with
+/// a wrong secret is refused by Garage: exit 4). Fails on the main of 2026-12-06, which had no
+/// --endpoint-url ("unexpected argument").
+#[test]
+fn endpoint_url_and_profile_flags_route_and_sign() {
+    let Some(s) = servers() else { return };
+    let (dir, _conf, prefix) = seeded(&s);
+    std::fs::write(
+        dir.path().join("aws-credentials"),
+        format!(
+            "[lab]\naws_access_key_id = {k}\naws_secret_access_key = {}\n\
+             [wrong]\naws_access_key_id = {k}\naws_secret_access_key = not-the-secret\n",
+            s.secret,
+            k = s.key_id
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("aws-config"),
+        format!(
+            "[profile lab]\nregion = {r}\n[profile wrong]\nregion = {r}\n",
+            r = s.region
+        ),
+    )
+    .unwrap();
+    let loc = format!("s3://{}/{prefix}", s.bucket_a);
+    let run = |args: &[&str]| {
+        aws_isolated(dir.path())
+            .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[
+        "--endpoint-url",
+        &s.s3_endpoint,
+        "--profile",
+        "lab",
+        "ls",
+        &loc,
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("2 objects"),
+        "{}",
+        text(&o)
+    );
+    // Global flags go after the command too; copy routes the same way.
+    let out = dir.path().join("out");
+    let o = run(&[
+        "copy",
+        "-q",
+        &loc,
+        out.to_str().unwrap(),
+        "--endpoint-url",
+        &s.s3_endpoint,
+        "--profile",
+        "lab",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read(out.join("x/two")).unwrap(), b"22");
+    // Without the flag the environment's endpoint is used: the dead port, named.
+    let o = run(&["--profile", "lab", "ls", &loc]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("127.0.0.1:9"), "{}", text(&o));
+    // The profile signs: its wrong secret is the server's refusal, exit 4.
+    let o = run(&[
+        "ls",
+        &loc,
+        "--endpoint-url",
+        &s.s3_endpoint,
+        "--profile",
+        "wrong",
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert_no_secret(&o, &s, &["not-the-secret"]);
+}

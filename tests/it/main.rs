@@ -15,6 +15,7 @@ mod fidelity;
 mod from_url;
 mod gzip;
 mod habits;
+mod help;
 mod identity;
 mod inventory;
 mod job;
@@ -45,6 +46,7 @@ mod stage;
 mod stores;
 mod stream_put;
 mod sync;
+mod units;
 
 use moverctl::catalog::{Catalog, Place};
 use moverctl::plan::corpus::Corpus;

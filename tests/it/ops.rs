@@ -126,7 +126,10 @@ fn the_stats_line_shows_totals_and_eta_without_a_terminal() {
     assert!(stats.len() >= 2, "a line a second for ~4 s:\n{err}");
     let last = stats.last().unwrap();
     assert!(
-        last.contains("/ 4.19 MB (") && last.contains("/ 8 objects") && last.contains("ETA "),
+        last.contains("/ 4.00 MiB (")
+            && last.contains(" MiB/s, ")
+            && last.contains("/ 8 objects")
+            && last.contains("ETA "),
         "{last}"
     );
 }
@@ -153,7 +156,7 @@ fn the_bar_shows_totals_under_a_terminal() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
-        out.contains("/ 3.15 MB") && out.contains("/ 6 objects"),
+        out.contains("/ 3.00 MiB") && out.contains("/ 6 objects"),
         "the bar's frames show the totals:\n{out}"
     );
     assert!(

@@ -5,7 +5,7 @@
 
 use crate::job::JobError;
 use crate::plan::tiering::{Checkpoints, Dataset, Rates};
-use crate::units::{parse_bytes, parse_count, parse_rate};
+use crate::units::{parse_count, parse_rate, parse_size};
 use rust_decimal::Decimal;
 
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -141,7 +141,7 @@ pub fn dataset(spec: &str, index: usize) -> Result<Dataset, JobError> {
     for (k, v) in pairs(F, spec)? {
         match k {
             "name" => name = Some(v.to_string()),
-            "size" => bytes = Some(parse_bytes(v).map_err(|e| usage(format!("{F}: {e}")))?),
+            "size" => bytes = Some(parse_size(v).map_err(|e| usage(format!("{F}: {e}")))?),
             "objects" => objects = Some(parse_count(v).map_err(|e| usage(format!("{F}: {e}")))?),
             "reads" => reads = Some(number(F, "reads", v)?),
             "epochs" => {
@@ -206,7 +206,7 @@ pub fn checkpoints(spec: &str) -> Result<Checkpoints, JobError> {
     let (mut bytes, mut every, mut keep) = (None, None, None);
     for (k, v) in pairs(F, spec)? {
         match k {
-            "size" => bytes = Some(parse_bytes(v).map_err(|e| usage(format!("{F}: {e}")))?),
+            "size" => bytes = Some(parse_size(v).map_err(|e| usage(format!("{F}: {e}")))?),
             "every" => every = Some(duration(F, v)?),
             "keep" => {
                 keep = Some(

@@ -41,7 +41,7 @@ pub struct SplitRequest<'a> {
     /// `--inventory-format` and `--s3-columns` as given (see [`inventory_format`]).
     pub inventory_format: &'a str,
     pub s3_columns: &'a str,
-    /// The corpus was also described by `--bytes`, `--objects` or `--profile`.
+    /// The corpus was also described by `--bytes`, `--objects` or `--size-profile`.
     pub flags_given: bool,
 }
 
@@ -129,7 +129,7 @@ pub fn split(
     }
     if flags_given {
         return Err(usage(
-            "--shards without --inventory lists --src to split it and takes the corpus from that listing: leave out --bytes, --objects and --profile",
+            "--shards without --inventory lists --src to split it and takes the corpus from that listing: leave out --bytes, --objects and --size-profile",
         ));
     }
     let remotes = Remotes::load(config)?;
