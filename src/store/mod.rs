@@ -632,6 +632,10 @@ fn open_gcs(
             send_md5: true,
         })
         .with_retry(retry_config());
+    let sa_url = match &sa {
+        creds::GcsCreds::ServiceAccount(p) => creds::service_account_base_url(p),
+        _ => None,
+    };
     b = match sa {
         creds::GcsCreds::ServiceAccount(path) => {
             b.with_service_account_path(path.display().to_string())
@@ -647,6 +651,9 @@ fn open_gcs(
     if let Some(e) = &endpoint {
         b = b.with_base_url(e);
     }
+    // Where requests go when the remote names no endpoint: a service-account file's
+    // `gcs_base_url` (an emulator), else Google's (what the reachability check connects to).
+    let endpoint = endpoint.or(sa_url);
     let s = Arc::new(b.build().map_err(|e| build_err(loc, e))?);
     Ok(Opened {
         inner: s.clone(),

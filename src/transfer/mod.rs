@@ -384,6 +384,30 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The event's log line, as rclone's `-v` logs each file: copied, skipped and refused at info (`-v`),
+    /// a dry run's would-copy at debug (it is on stdout already); failures are logged where
+    /// they are decided (with their attempts). Target `moverctl::file`.
+    pub(crate) fn log(&self) {
+        let size = |b: &u64| crate::units::fmt_bytes(*b);
+        match self {
+            Event::Copied {
+                key,
+                bytes,
+                verified_by,
+            } => tracing::info!(target: "moverctl::file", key = %key, bytes,
+                "{key}: copied ({}, verified by {verified_by})", size(bytes)),
+            Event::Skipped { key, bytes, reason } => tracing::info!(target: "moverctl::file",
+                key = %key, bytes, "{key}: skipped ({reason}, {})", size(bytes)),
+            Event::WouldCopy { key, bytes, reason } => tracing::debug!(target: "moverctl::file",
+                key = %key, bytes, "{key}: would copy ({reason}, {})", size(bytes)),
+            Event::Refused { key, reason } => tracing::info!(target: "moverctl::file",
+                key = %key, "{key}: not copied ({reason})"),
+            Event::Failed { .. } => {}
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]

@@ -79,6 +79,7 @@ impl Run {
             let counters = counters.clone();
             move |ev: &Event| {
                 counters.record(ev);
+                ev.log();
                 on_event(ev)
             }
         };
