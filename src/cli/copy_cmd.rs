@@ -101,6 +101,10 @@ impl moverctl::job::Observer for Shown<'_> {
         super::log::above_bar(&format!("moverctl: {message}"));
     }
 
+    fn last_words(&self, message: &str) {
+        super::log::last_words(&format!("moverctl: {message}"));
+    }
+
     fn stale_lock(&self, message: &str) {
         if !self.json {
             eprintln!("moverctl: {message}");

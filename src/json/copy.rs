@@ -76,6 +76,7 @@ pub fn summary_json(r: &Report, plan: Option<&PlanFile>, ids: &RunIds) -> String
         "destination": ids.destination,
         "dry_run": r.dry_run,
         "interrupted": r.interrupted,
+        "abandoned": r.abandoned,
         "stopped_for_credentials": r.stopped_for_credentials,
         "exit_code": ids.exit as u8,
         "skipped": {"objects": r.skipped, "bytes": r.skipped_bytes},

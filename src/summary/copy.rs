@@ -193,7 +193,11 @@ fn problem_lines(r: &Report, out: &mut String) {
         ));
     }
     if r.interrupted {
-        out.push_str("interrupted: run the same command again to resume\n");
+        out.push_str(&format!(
+            "interrupted: {} object{} in flight abandoned (none recorded as copied); run the same command again to resume\n",
+            r.abandoned,
+            if r.abandoned == 1 { "" } else { "s" }
+        ));
     }
 }
 

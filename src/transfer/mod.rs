@@ -220,6 +220,8 @@ pub struct Counters {
     pub done_bytes: AtomicU64,
     /// Failed or refused objects so far.
     pub failed_objects: AtomicU64,
+    /// Objects handed to the pool and not finished yet (copies and checks in flight).
+    pub active: AtomicU64,
     /// What the source holds within the filters, counted by the sizing listing
     /// ([`CopyOptions::size_ahead`]) as it goes; `total_known` once it has finished.
     pub total_objects: AtomicU64,
@@ -309,6 +311,9 @@ pub struct Report {
     pub throttle_events: u64,
     pub elapsed: Duration,
     pub interrupted: bool,
+    /// Objects in flight when the run was interrupted, abandoned unfinished (none journaled as
+    /// copied; a multipart upload's parts already sent are kept for the next run).
+    pub abandoned: u64,
     /// The run stopped before the end because credentials were refused and could not be
     /// renewed (see `object::credentials_stop`): why, and what to run. The objects not tried are in
     /// no journal row; the next run copies them.
@@ -422,7 +427,8 @@ pub struct Run {
     pub opts: CopyOptions,
     pub limits: Limits,
     pub journal: Option<Journal>,
-    /// Set (by a Ctrl-C handler) to stop starting new objects; in-flight ones finish.
+    /// Set (by a Ctrl-C handler) to stop the run promptly: no new object starts, and the objects
+    /// in flight are abandoned (see `Report::abandoned`).
     pub stop: Arc<AtomicBool>,
 }
 

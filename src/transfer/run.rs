@@ -114,7 +114,11 @@ impl Run {
                 pool.report.stopped_for_credentials = Some(why);
                 break;
             }
-            let next = differ.next(journal.as_deref()).await;
+            // A Ctrl-C is taken at once, also while the listing or a free slot is awaited.
+            let next = tokio::select! {
+                n = differ.next(journal.as_deref()) => n,
+                () = stopped(&stop) => continue,
+            };
             let Some(item) = next else { break };
             let action = match item? {
                 Joined::Refused { key, reason } => {
@@ -133,9 +137,15 @@ impl Run {
                 }
                 Joined::Action(a) => a,
             };
-            pool.take(&opts, action).await;
+            tokio::select! {
+                () = pool.take(&opts, action) => {}
+                () = stopped(&stop) => {}
+            }
         }
-        pool.drain().await?;
+        if pool.report.interrupted || pool.drain(&stop).await? {
+            pool.report.interrupted = true;
+            pool.abandon().await?;
+        }
         let Pool {
             mut report,
             mut batch,
@@ -250,17 +260,46 @@ impl<'a> Pool<'a> {
         }
     }
 
-    /// Waits for every task and tallies it (group commits go on meanwhile).
-    async fn drain(&mut self) -> Result<(), RunError> {
-        while let Some(done) = self.tasks.join_next().await {
-            let done = done.expect("copy tasks do not panic");
-            self.tally(done);
+    /// Waits for every task and tallies it (group commits go on meanwhile); true when `stop`
+    /// was set first (the tasks left are then for [`Pool::abandon`]).
+    async fn drain(&mut self, stop: &std::sync::atomic::AtomicBool) -> Result<bool, RunError> {
+        loop {
+            let next = tokio::select! {
+                done = self.tasks.join_next() => done,
+                () = stopped(stop) => return Ok(true),
+            };
+            let Some(done) = next else { return Ok(false) };
+            self.tally(done.expect("copy tasks do not panic"));
             self.batch.flush_if_due().await?;
+        }
+    }
+
+    /// After a Ctrl-C: the tasks in flight are abandoned at once (an upload's parts already
+    /// sent stay journaled with its upload id, so the next run continues it; a local file's
+    /// temporary file is taken over by the next run); the ones that had finished are tallied and
+    /// journaled as usual. A cancelled task is never journaled as copied.
+    async fn abandon(&mut self) -> Result<(), RunError> {
+        // A test hook (tests/it/feedback.rs): the stop takes this long, so that a second Ctrl-C
+        // can be sent while one is under way.
+        if let Some(ms) = std::env::var("MOVERCTL_TEST_STOP_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+        self.tasks.abort_all();
+        while let Some(done) = self.tasks.join_next().await {
+            match done {
+                Ok(done) => self.tally(done),
+                Err(e) if e.is_cancelled() => self.report.abandoned += 1,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            }
         }
         Ok(())
     }
 
     fn tally(&mut self, done: Finished) {
+        self.ctx.counters.active.fetch_sub(1, Relaxed);
         let on_event = &mut *self.on_event;
         tally(
             &mut self.report,
@@ -365,8 +404,16 @@ impl<'a> Pool<'a> {
         // Finish whatever completed while we waited for a slot.
         self.collect();
         let ctx = self.ctx.clone();
+        ctx.counters.active.fetch_add(1, Relaxed);
         self.tasks
             .spawn(async move { handle_object(&ctx, entry, check, permit, copy_slots).await });
+    }
+}
+
+/// Returns once `stop` is set (by a Ctrl-C handler): it is looked at every 50 ms.
+async fn stopped(stop: &std::sync::atomic::AtomicBool) {
+    while !stop.load(Relaxed) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
 

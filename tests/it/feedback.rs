@@ -154,3 +154,246 @@ fn plan(env: &Env) -> String {
     expect(&o, 0);
     plans.join("p.toml").display().to_string()
 }
+
+/// A command run in a real pseudo-terminal (util-linux `script`), its terminal output collected
+/// as it comes, and Ctrl-C typed into it (the terminal sends SIGINT, as a person's would).
+struct Pty {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    out: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl Pty {
+    /// None when `script` is not installed.
+    fn spawn(shell: &str, env: &[(&str, &str)]) -> Option<Pty> {
+        use std::io::Read;
+        let mut c = std::process::Command::new("script");
+        c.args(["-qfec", shell, "/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c.spawn().ok()?;
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = out.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Some(Pty { child, stdin, out })
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
+    }
+
+    /// Waits (up to `limit`) until the output holds `what`; false when it never did.
+    fn wait_for(&self, what: &str, limit: std::time::Duration) -> bool {
+        let t = std::time::Instant::now();
+        while t.elapsed() < limit {
+            if self.text().contains(what) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        false
+    }
+
+    fn ctrl_c(&mut self) {
+        use std::io::Write;
+        self.stdin.write_all(b"\x03").unwrap();
+        self.stdin.flush().unwrap();
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The end of a terminal's output, for assertion messages (a bar redraws many times).
+fn tail(out: &str) -> &str {
+    let mut at = out.len().saturating_sub(3000);
+    while !out.is_char_boundary(at) {
+        at += 1;
+    }
+    &out[at..]
+}
+
+/// Four small files and two of 40 MiB (8 parts of 5 MiB each) in `src`; the copy's command line
+/// into `dst` at 4 MiB/s, so that the large ones are in flight for about 20 s.
+fn large_copy(env: &Env, src: &Path, dst: &str, journal: &Path) -> String {
+    for i in 0..4 {
+        let k = format!("s{i}");
+        std::fs::create_dir_all(src).unwrap();
+        std::fs::write(src.join(&k), super::faults::data(&k, 10_000)).unwrap();
+    }
+    for k in ["b0", "b1"] {
+        std::fs::write(src.join(k), super::faults::data(k, 40 << 20)).unwrap();
+    }
+    format!(
+        "stty cols 160 rows 40; {} --config {} copy {} {dst} --journal {} --bwlimit 4MiB/s \
+         --part-size 5MiB --multipart-threshold 5MiB --transfers 4; echo EXIT=$?",
+        env!("CARGO_BIN_EXE_moverctl"),
+        env.path("remotes.toml").display(),
+        src.display(),
+        journal.display()
+    )
+}
+
+fn pty_env(env: &Env) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "MOVERCTL_STATE_DIR",
+            env.path("state").display().to_string(),
+        ),
+        ("TERM", "xterm".to_string()),
+    ]
+}
+
+#[test]
+fn the_first_ctrl_c_stops_at_once_journals_what_is_done_and_the_rerun_resumes() {
+    use std::time::{Duration, Instant};
+    let Some(s) = servers() else { return };
+    let env = Env::new(Some(&s));
+    let src = env.path("src");
+    let dst = format!("garage:{}/{}", s.bucket_b, unique("ctrl-c"));
+    let journal = env.path("j.sqlite");
+    let shell = large_copy(&env, &src, &dst, &journal);
+    let vars = pty_env(&env);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let Some(mut pty) = Pty::spawn(&shell, &vars) else {
+        eprintln!("skipped: no `script` (util-linux) to run a pty");
+        return;
+    };
+    // The large objects' bars are up; a part of each has been uploaded (2 MiB/s each).
+    assert!(
+        pty.wait_for(" b1 ", Duration::from_secs(60)),
+        "{}",
+        tail(&pty.text())
+    );
+    std::thread::sleep(Duration::from_millis(3500));
+    pty.ctrl_c();
+    let t = Instant::now();
+    assert!(
+        pty.wait_for("EXIT=", Duration::from_secs(60)),
+        "{}",
+        tail(&pty.text())
+    );
+    let took = t.elapsed();
+    let out = pty.text();
+    eprintln!("first Ctrl-C to exit: {took:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "{took:?} to stop: {}",
+        tail(&out)
+    );
+    assert!(out.contains("EXIT=130"), "{}", tail(&out));
+    let stop_line = out
+        .split("moverctl: stopping: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no stopping line: {}", tail(&out)));
+    assert!(
+        stop_line.contains("transfers in flight abandoned")
+            && stop_line.contains("completed objects are journaled")
+            && stop_line.contains("run the same command again to resume; Ctrl-C again to quit now"),
+        "{}",
+        tail(&out)
+    );
+    assert!(
+        out.contains("objects in flight abandoned"),
+        "{}",
+        tail(&out)
+    );
+    // Nothing of the large ones at the destination (only small ones finished).
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let d = moverctl::store::Store::open(&dst, &super::remotes(&s)).unwrap();
+    let there = rt.block_on(super::keys_at(&d));
+    assert!(
+        !there.is_empty() && there.iter().all(|k| k.starts_with('s')),
+        "{there:?}: {}",
+        tail(&out)
+    );
+    // The rerun skips what the journal holds as verified (never an abandoned one) and continues
+    // the abandoned uploads from their journaled parts.
+    let o = env.run(&[
+        "copy",
+        src.to_str().unwrap(),
+        &dst,
+        "--journal",
+        journal.to_str().unwrap(),
+        "--part-size",
+        "5MiB",
+        "--multipart-threshold",
+        "5MiB",
+        "--json",
+    ]);
+    expect(&o, 0);
+    let v = super::summary(&o);
+    assert_eq!(v["skipped"]["objects"], there.len(), "{v}");
+    assert_eq!(v["copied"]["objects"], 6 - there.len(), "{v}");
+    assert!(v["resumed_parts"].as_u64().unwrap() >= 2, "{v}");
+    let l = moverctl::store::Store::open(src.to_str().unwrap(), &super::remotes(&s)).unwrap();
+    rt.block_on(super::copy::assert_same(&l, &d));
+}
+
+#[test]
+fn a_second_ctrl_c_quits_with_130_a_message_and_no_bar_left() {
+    use std::time::Duration;
+    let Some(s) = servers() else { return };
+    let env = Env::new(Some(&s));
+    let src = env.path("src");
+    let dst = format!("garage:{}/{}", s.bucket_b, unique("ctrl-c-twice"));
+    let shell = large_copy(&env, &src, &dst, &env.path("j.sqlite"));
+    let mut vars = pty_env(&env);
+    // The first stop is held for a while (a test hook), as a slow stop would be.
+    vars.push(("MOVERCTL_TEST_STOP_DELAY_MS", "60000".into()));
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let Some(mut pty) = Pty::spawn(&shell, &vars) else {
+        eprintln!("skipped: no `script` (util-linux) to run a pty");
+        return;
+    };
+    assert!(
+        pty.wait_for(" b1 ", Duration::from_secs(60)),
+        "{}",
+        tail(&pty.text())
+    );
+    pty.ctrl_c();
+    assert!(
+        pty.wait_for("moverctl: stopping:", Duration::from_secs(10)),
+        "{}",
+        tail(&pty.text())
+    );
+    // The bar is drawn again below the note.
+    std::thread::sleep(Duration::from_millis(600));
+    pty.ctrl_c();
+    assert!(
+        pty.wait_for("EXIT=", Duration::from_secs(5)),
+        "{}",
+        tail(&pty.text())
+    );
+    let out = pty.text();
+    assert!(out.contains("EXIT=130"), "{}", tail(&out));
+    let msg = "moverctl: interrupted again: quitting now (exit 130)";
+    let at = out
+        .rfind(msg)
+        .unwrap_or_else(|| panic!("no message: {}", tail(&out)));
+    // The bar was cleared right before the message (erase-line sequences) and never drawn
+    // again: after it there is only the shell's EXIT line.
+    let before = &out[at.saturating_sub(60)..at];
+    assert!(before.contains("\x1b[2K"), "{before:?}");
+    let after = &out[at + msg.len()..];
+    let after_line = &after[after.find('\n').unwrap() + 1..];
+    assert_eq!(after_line.trim(), "EXIT=130", "{after:?}");
+}
