@@ -322,6 +322,10 @@ pub struct Report {
     /// credentials; a success resets it.
     pub auth_streak: usize,
     pub dry_run: bool,
+    /// A dry run: the GETs and PUTs its would-copy objects would take (one GET each; one PUT, or
+    /// a multipart upload's parts and its two calls), for the estimate of what the copy costs.
+    pub would_get: u64,
+    pub would_put: u64,
     /// Objects listed at the source within `--include`/`--exclude` (refused keys not counted).
     pub src_objects: u64,
     /// Objects listed at the destination (counted only when the join reports destination-only

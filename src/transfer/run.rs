@@ -300,6 +300,9 @@ impl<'a> Pool<'a> {
 
     fn tally(&mut self, done: Finished) {
         self.ctx.counters.active.fetch_sub(1, Relaxed);
+        if let (entry, Ok(super::object::Done::WouldCopy(_)), _) = &done {
+            would_requests(&mut self.report, &self.ctx.opts, entry.size);
+        }
         let on_event = &mut *self.on_event;
         tally(
             &mut self.report,
@@ -364,6 +367,7 @@ impl<'a> Pool<'a> {
                 });
             }
             Decision::Copy(reason) if opts.dry_run => {
+                would_requests(report, opts, action.src.size);
                 *report.reasons.entry(reason.to_string()).or_default() += 1;
                 report.copied += 1;
                 report.copied_bytes += action.src.size;
@@ -408,6 +412,16 @@ impl<'a> Pool<'a> {
         self.tasks
             .spawn(async move { handle_object(&ctx, entry, check, permit, copy_slots).await });
     }
+}
+
+/// A dry run's would-copy object of `size`: the requests its copy would take, into the report.
+fn would_requests(report: &mut Report, opts: &CopyOptions, size: u64) {
+    use crate::catalog::parts::{Upload, part_plan};
+    report.would_get += 1;
+    report.would_put += match part_plan(size, &opts.dst_limits, opts.part_rule) {
+        Ok(Upload::Multipart { parts, .. }) => parts + 2,
+        _ => 1,
+    };
 }
 
 /// Returns once `stop` is set (by a Ctrl-C handler): it is looked at every 50 ms.

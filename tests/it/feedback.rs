@@ -397,3 +397,57 @@ fn a_second_ctrl_c_quits_with_130_a_message_and_no_bar_left() {
     let after_line = &after[after.find('\n').unwrap() + 1..];
     assert_eq!(after_line.trim(), "EXIT=130", "{after:?}");
 }
+
+#[test]
+fn a_quiet_dry_run_prints_one_summary_line_with_the_cost() {
+    let env = Env::new(None);
+    let (src, dst) = (env.path("src"), env.path("dst"));
+    files(&src, &["a", "d/b", "d/c"]);
+    let (s, d) = (src.to_str().unwrap(), dst.to_str().unwrap());
+    let o = env.run(&["copy", "--dry-run", "-q", s, d]);
+    expect(&o, 0);
+    // No line per object; one summary line with the estimate.
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.starts_with(&format!("copy {s} -> {d}")) && e.contains("(dry run): would copy 3 ("),
+        "{e}"
+    );
+    assert!(e.contains("; est. cost $0 (egress $0"), "{e}");
+    // Without -q: the lines per object and the summary, with the estimate.
+    let o = env.run(&["copy", "--dry-run", s, d]);
+    expect(&o, 0);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3);
+    assert!(stderr(&o).contains("est. cost $0 ("), "{}", text(&o));
+}
+
+/// The estimate is what the run then costs: a dry run of a copy into an S3 priced as AWS says
+/// what sync's real run of the same pair is priced at (a LIST and one PUT per object).
+#[test]
+fn a_dry_runs_estimate_is_what_the_run_costs() {
+    let Some(s) = servers() else { return };
+    let env = Env::new(Some(&s));
+    let aws = format!(
+        "{}\n[remotes.awsgarage]\ntype = \"s3\"\nprovider = \"aws\"\nendpoint = \"{}\"\n\
+         region = \"{}\"\naccess_key_id_env = \"MOVERCTL_TEST_S3_KEY_ID\"\n\
+         secret_access_key_env = \"MOVERCTL_TEST_S3_SECRET\"\n",
+        remotes_toml(&s),
+        s.s3_endpoint,
+        s.region
+    );
+    std::fs::write(env.path("remotes.toml"), aws).unwrap();
+    let src = env.path("src");
+    files(&src, &["a", "d/b", "d/c"]);
+    let dst = format!("awsgarage:{}/{}", s.bucket_b, unique("dry-cost"));
+    let local = src.to_str().unwrap();
+    let o = env.run(&["copy", "--dry-run", "--json", local, &dst]);
+    expect(&o, 0);
+    let dry = super::summary(&o)["cost"].clone();
+    assert!(dry["destination_requests"].as_f64().unwrap() > 0.0, "{dry}");
+    assert_eq!(dry["priced_as"]["destination"], "aws:us-east-1/standard");
+    let o = env.run(&["sync", "--json", local, &dst]);
+    expect(&o, 0);
+    let real = super::summary(&o)["cost"].clone();
+    assert_eq!(dry["total"], real["total"], "dry {dry} vs real {real}");
+}
