@@ -98,6 +98,7 @@ pub fn summary_json(r: &Report, plan: Option<&PlanFile>, ids: &RunIds) -> String
         "aborted_uploads": r.aborted_uploads,
         "open_multipart_uploads": r.open_uploads,
         "retries": r.retries,
+        "request_retries": r.request_retries,
         "throttle_events": r.throttle_events,
         "seconds": super::number(rust_decimal::Decimal::from(r.elapsed.as_millis() as u64) / rust_decimal::Decimal::from(1000)),
         "predicted_seconds": plan.map(|p| super::number(&p.prediction.seconds)),

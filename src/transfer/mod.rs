@@ -222,6 +222,9 @@ pub struct Counters {
     pub failed_objects: AtomicU64,
     /// Objects handed to the pool and not finished yet (copies and checks in flight).
     pub active: AtomicU64,
+    /// Objects copied again after a failed attempt (`--retries`); requests retried are counted
+    /// by [`crate::store::retry::retried`].
+    pub retries: AtomicU64,
     /// What the source holds within the filters, counted by the sizing listing
     /// ([`CopyOptions::size_ahead`]) as it goes; `total_known` once it has finished.
     pub total_objects: AtomicU64,
@@ -308,6 +311,9 @@ pub struct Report {
     /// Multipart uploads still open at the end (failed or interrupted), kept for resume.
     pub open_uploads: u64,
     pub retries: u64,
+    /// Requests retried under the retry policy during the run (object_store's and moverctl's
+    /// own), apart from the objects copied again (`retries`).
+    pub request_retries: u64,
     pub throttle_events: u64,
     pub elapsed: Duration,
     pub interrupted: bool,

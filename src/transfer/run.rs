@@ -51,6 +51,7 @@ impl Run {
         mut on_dest_only: impl FnMut(Entry) -> Result<(), crate::journal::JournalError>,
     ) -> Result<Report, RunError> {
         let started = Instant::now();
+        let retried_before = crate::store::retry::retried();
         let Run {
             src,
             dst,
@@ -158,6 +159,7 @@ impl Run {
             report.open_uploads = j.lock().expect("journal lock").open_uploads()?.len() as u64;
         }
         count_requests(&mut report, &counters, &list_src, &list_dst);
+        report.request_retries = crate::store::retry::retried() - retried_before;
         report.throttle_events = limits.throttle_events();
         report.dest_objects = differ.dst_objects();
         report.elapsed = started.elapsed();

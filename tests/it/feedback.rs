@@ -451,3 +451,79 @@ fn a_dry_runs_estimate_is_what_the_run_costs() {
     let real = super::summary(&o)["cost"].clone();
     assert_eq!(dry["total"], real["total"], "dry {dry} vs real {real}");
 }
+
+/// Faults injected between moverctl and Garage (the fault proxy): two throttled PUTs (retried
+/// by the request policy) and a PUT whose body is flipped on the way (Garage refuses it; the
+/// object is copied again). Each retry is logged at -v (what, why, which retry, the next wait)
+/// and counted in the stats line, in its JSON form, and in the summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_show_at_v_in_the_stats_line_and_in_json() {
+    use super::faults::proxy::{PFault, Proxy};
+    let Some(s) = servers() else { return };
+    let env = Env::new(None);
+    let proxy = Proxy::start(super::s3_upstream(&s)).await;
+    std::fs::write(
+        env.path("remotes.toml"),
+        super::proxy_remote_toml(&s, &proxy.endpoint()),
+    )
+    .unwrap();
+    let src = env.path("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for k in ["f0", "f1", "f2"] {
+        std::fs::write(src.join(k), super::faults::data(k, 600_000)).unwrap();
+    }
+    let p = unique("retries");
+    let run = |fmt: &'static str| {
+        proxy.clear();
+        proxy
+            .add("PUT", &format!("{p}-{fmt}/f0"), "", PFault::SlowDown, 2)
+            .add("PUT", &format!("{p}-{fmt}/f1"), "", PFault::FlipRequest, 1);
+        let mut c = env.cmd();
+        c.args(["copy", "-v", "--stats", "200ms", "--bwlimit", "1MiB/s"])
+            .args(["--log-format", fmt, "--json"])
+            .arg(&src)
+            .arg(format!("viaproxy:{}/{p}-{fmt}", s.bucket_b));
+        c
+    };
+    let mut c = run("text");
+    let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    expect(&o, 0);
+    let e = stderr(&o);
+    // The request retries: which request and store, why, which retry, the longest next wait.
+    assert!(
+        e.contains(&format!("/f0 (viaproxy:{}/{p}-text/): 503 (the store asks to slow down); retry 1 in at most 0.1 s (retrying for", s.bucket_b))
+            && e.contains("503 (the store asks to slow down); retry 2 in at most 0.2 s"),
+        "{}",
+        text(&o)
+    );
+    // The object copied again: attempt n of m, why, and the wait.
+    assert!(
+        e.contains("f1: attempt 1 of 4 failed: ") && e.contains("; copying it again in 0.2 s"),
+        "{}",
+        text(&o)
+    );
+    // The stats line counts them.
+    assert!(
+        e.contains("stats: ") && e.contains(" failed, 3 retries"),
+        "{}",
+        text(&o)
+    );
+    let v = super::summary(&o);
+    assert_eq!(v["retries"], 1, "{v}");
+    assert_eq!(v["request_retries"], 2, "{v}");
+    // The same in JSON log lines: the stats event carries the count as a field.
+    let mut c = run("json");
+    let o = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    expect(&o, 0);
+    let last_stats = stderr(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["target"] == "moverctl::stats")
+        .last()
+        .unwrap_or_else(|| panic!("no JSON stats line: {}", text(&o)));
+    assert_eq!(last_stats["fields"]["retries"], 3, "{last_stats}");
+}
