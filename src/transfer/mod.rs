@@ -233,8 +233,9 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// Counts a finished object for progress displays.
+    /// Counts a finished object for progress displays, and logs it (see [`Event::log`]).
     fn record(&self, ev: &Event) {
+        ev.log();
         match ev {
             Event::Copied { bytes, .. } | Event::Skipped { bytes, .. } => {
                 self.done_objects.fetch_add(1, Relaxed);

@@ -80,12 +80,10 @@ impl Run {
             let counters = counters.clone();
             move |ev: &Event| {
                 counters.record(ev);
-                ev.log();
                 on_event(ev)
             }
         };
-        let list_src = Arc::new(AtomicU64::new(0));
-        let list_dst = Arc::new(AtomicU64::new(0));
+        let (list_src, list_dst) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         // Both listings page at the same time (each a few pages ahead of the join).
         if opts.size_ahead && !opts.dry_run {
             spawn_sizer(
@@ -143,10 +141,7 @@ impl Run {
                 () = stopped(&stop) => {}
             }
         }
-        if pool.report.interrupted || pool.drain(&stop).await? {
-            pool.report.interrupted = true;
-            pool.abandon().await?;
-        }
+        pool.finish(&stop).await?;
         let Pool {
             mut report,
             mut batch,
@@ -260,6 +255,16 @@ impl<'a> Pool<'a> {
             let done = done.expect("copy tasks do not panic");
             self.tally(done);
         }
+    }
+
+    /// The tasks in flight when the listing ended or the run was stopped: waited for, or (once
+    /// `stop` is set) abandoned.
+    async fn finish(&mut self, stop: &std::sync::atomic::AtomicBool) -> Result<(), RunError> {
+        if self.report.interrupted || self.drain(stop).await? {
+            self.report.interrupted = true;
+            self.abandon().await?;
+        }
+        Ok(())
     }
 
     /// Waits for every task and tallies it (group commits go on meanwhile); true when `stop`

@@ -522,8 +522,7 @@ async fn retries_show_at_v_in_the_stats_line_and_in_json() {
     let last_stats = stderr(&o)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["target"] == "moverctl::stats")
-        .last()
+        .rfind(|v| v["target"] == "moverctl::stats")
         .unwrap_or_else(|| panic!("no JSON stats line: {}", text(&o)));
     assert_eq!(last_stats["fields"]["retries"], 3, "{last_stats}");
 }
