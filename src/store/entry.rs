@@ -113,3 +113,40 @@ impl ListError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ListError;
+    use crate::store::location::Location;
+
+    #[test]
+    fn a_404_naming_a_missing_bucket_becomes_no_bucket_and_nothing_else_does() {
+        let gcs = Location::Gcs {
+            bucket: "b".into(),
+            prefix: "p/".into(),
+            remote: None,
+        };
+        let broken = |status, message: &str| ListError::Broken {
+            location: "gs://b/p/".into(),
+            status: Some(status),
+            message: message.into(),
+        };
+        // Real GCS (XML API) and S3: 404 with NoSuchBucket.
+        let e = broken(
+            404,
+            "404 (NoSuchBucket: The specified bucket does not exist.)",
+        );
+        assert!(matches!(
+            e.naming_bucket(&gcs),
+            ListError::NoBucket { what: "bucket", ref name, code: "NoSuchBucket", .. } if name == "b"
+        ));
+        // A missing key, or the code in another status, is not a missing bucket.
+        let e = broken(404, "404 (NoSuchKey)");
+        assert!(matches!(e.naming_bucket(&gcs), ListError::Broken { .. }));
+        let e = broken(500, "500 (NoSuchBucket)");
+        assert!(matches!(e.naming_bucket(&gcs), ListError::Broken { .. }));
+        let local = Location::Local { root: "/x".into() };
+        let e = broken(404, "NoSuchBucket");
+        assert!(matches!(e.naming_bucket(&local), ListError::Broken { .. }));
+    }
+}

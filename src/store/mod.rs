@@ -82,6 +82,9 @@ pub struct Store {
     /// The concrete Azure store (for its SAS signer: Put Block From URL, a source URL), when
     /// this is an Azure location.
     pub azure: Option<Arc<object_store::azure::MicrosoftAzure>>,
+    /// The concrete GCS store (its credentials, for the bucket check of [`reach`]), when this is
+    /// a GCS location.
+    pub gcs: Option<Arc<object_store::gcp::GoogleCloudStorage>>,
     /// How long moverctl's own requests to this store (presigned HEADs, listing pages) are
     /// retried: the window of [`retry`] in force when the store was opened.
     pub retry_window: Duration,
@@ -502,6 +505,7 @@ impl Store {
             observer,
             s3: b.s3,
             azure: b.azure,
+            gcs: b.gcs,
             retry_window: retry::timeout(),
             caps: caps::Capabilities::for_kind(b.kind),
             s3_anonymous: b.s3_anonymous,
@@ -562,6 +566,7 @@ struct Opened {
     provider: Option<String>,
     s3: Option<Arc<object_store::aws::AmazonS3>>,
     azure: Option<Arc<object_store::azure::MicrosoftAzure>>,
+    gcs: Option<Arc<object_store::gcp::GoogleCloudStorage>>,
     s3_anonymous: bool,
     credentials: String,
     aws_credentials: Option<Arc<AwsCredentialCache>>,
@@ -606,6 +611,7 @@ fn open_s3(
         provider: remote.and_then(|r| r.provider.clone()),
         s3: Some(s),
         azure: None,
+        gcs: None,
         s3_anonymous,
         credentials,
         aws_credentials: auth.cache.clone(),
@@ -658,12 +664,13 @@ fn open_gcs(
     Ok(Opened {
         inner: s.clone(),
         pages: Some(s.clone()),
-        multipart: Some(s),
+        multipart: Some(s.clone()),
         kind: Kind::Gcs,
         local_root: None,
         provider: remote.and_then(|r| r.provider.clone()),
         s3: None,
         azure: None,
+        gcs: Some(s),
         s3_anonymous: false,
         credentials,
         aws_credentials: None,
@@ -721,6 +728,7 @@ fn open_azure(
         provider: remote.and_then(|r| r.provider.clone()),
         s3: None,
         azure: Some(s),
+        gcs: None,
         s3_anonymous: false,
         credentials,
         aws_credentials: None,
@@ -784,6 +792,7 @@ fn open_local(loc: &Location, root: &std::path::Path, role: Role) -> Result<Open
         provider: Some("onprem".into()),
         s3: None,
         azure: None,
+        gcs: None,
         s3_anonymous: false,
         credentials: "none needed (a local folder)".into(),
         aws_credentials: None,
@@ -804,6 +813,7 @@ fn open_memory() -> Opened {
         provider: None,
         s3: None,
         azure: None,
+        gcs: None,
         s3_anonymous: false,
         credentials: "none needed (in memory)".into(),
         aws_credentials: None,

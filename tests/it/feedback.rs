@@ -113,6 +113,13 @@ fn a_missing_bucket_or_container_is_exit_2_naming_it() {
             "container",
             "ContainerNotFound",
         ),
+        // fake-gcs-server answers a listing of a missing bucket with a 500 (real GCS: 404
+        // NoSuchBucket), so the bucket check before the first request is what tells.
+        (
+            format!("fakegcs:no-such-gcs-{p}/x"),
+            "bucket",
+            "404 on the bucket",
+        ),
     ] {
         let missing = loc.split(['/', ':']).nth(1).unwrap().to_string();
         let runs: Vec<Vec<&str>> = vec![
