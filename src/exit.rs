@@ -11,7 +11,8 @@ pub enum Exit {
     Failure = 1,
     /// Bad input: a flag, a provider file, a plan file, an inventory or a location is wrong (a
     /// missing source folder, overlapping source and destination, a password in an endpoint, an
-    /// endpoint that cannot be connected to, a glob in a cloud location); nothing was done.
+    /// endpoint that cannot be connected to, a glob in a cloud location, a bucket or container
+    /// that does not exist); nothing was done.
     BadInput = 2,
     /// The command ran to the end, but some objects could not be handled; it says which. Also
     /// `stage --evict` keeping staged files whose original is missing or changed at the source.
@@ -42,7 +43,9 @@ pub enum Exit {
     /// `copy`, `exec`: the source listed no object (a prefix that does not exist?) and
     /// `--allow-empty-source` was not given; nothing was done.
     EmptySource = 11,
-    /// Stopped by Ctrl-C (or SIGINT) after the objects in flight finished; run again to resume.
+    /// Stopped by Ctrl-C (or SIGINT): at once, the objects in flight abandoned (never journaled as
+    /// copied; a multipart upload's parts already sent are kept for the next run), the completed
+    /// ones journaled; a second Ctrl-C quits without waiting. Run again to resume.
     Interrupted = 130,
 }
 
@@ -55,7 +58,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         2,
-        "bad input: a flag, provider file, plan file, inventory or location is wrong (the message names it), e.g. a missing local source, overlapping source and destination, a password in an endpoint URL, an endpoint that refuses or does not answer connections (checked in seconds before the first request), a `*` or `?` in a cloud location; nothing was done",
+        "bad input: a flag, provider file, plan file, inventory or location is wrong (the message names it), e.g. a missing local source, overlapping source and destination, a password in an endpoint URL, an endpoint that refuses or does not answer connections (checked in seconds before the first request), a `*` or `?` in a cloud location, a bucket or container that does not exist; nothing was done",
     ),
     (
         3,
@@ -95,7 +98,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         130,
-        "interrupted (Ctrl-C): objects in flight finished and were journaled; run the same command again to resume",
+        "interrupted (Ctrl-C): the run stopped at once; the objects in flight were abandoned (none recorded as copied; the parts of large uploads already sent are kept), the completed ones are journaled; a second Ctrl-C quits without waiting; run the same command again to resume",
     ),
 ];
 

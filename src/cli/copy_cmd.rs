@@ -7,12 +7,13 @@ use super::engine::{Resolved, resolve, usage};
 use super::exit::Exit;
 use super::progress::{Display, Progress};
 use moverctl::catalog::Catalog;
+use moverctl::job::pricing;
 use moverctl::journal;
 use moverctl::json::copy::{RunIds, event_json, summary_json};
 use moverctl::plan::file::PlanFile;
 use moverctl::store::Store;
 use moverctl::store::config::Remotes;
-use moverctl::summary::copy::{credentials_refused, summary_text, vs_plan_text};
+use moverctl::summary::copy::{credentials_refused, dry_run_cost_text, summary_text, vs_plan_text};
 use moverctl::units::fmt_bytes;
 use std::io::Write;
 
@@ -27,7 +28,7 @@ pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<
     )?;
     moverctl::job::trust::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, None)?;
-    r.quiet = args.quiet;
+    (r.quiet, r.pricing) = (args.quiet, pricing::sides(catalog, remotes, &src, &dst));
     let inventory = args.inventory.map(|i| (i, remotes.clone()));
     drive(src, dst, r, (None, inventory), catalog, None)
 }
@@ -68,7 +69,7 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
             &format!("{}{}", dst.identity, s.tag()),
         );
     }
-    r.quiet = args.quiet;
+    (r.quiet, r.pricing) = (args.quiet, pricing::sides(catalog, remotes, &src, &dst));
     let inventory = args.inventory.map(|i| (i, remotes.clone()));
     let exit = drive(src, dst, r, (Some(&plan), inventory), catalog, shard)?;
     let done = exit == Exit::Success && !args.engine.dry_run;
@@ -109,6 +110,10 @@ impl moverctl::job::Observer for Shown<'_> {
         super::log::above_bar(&format!("moverctl: {message}"));
     }
 
+    fn last_words(&self, message: &str) {
+        super::log::last_words(&format!("moverctl: {message}"));
+    }
+
     fn stale_lock(&self, message: &str) {
         if !self.json {
             eprintln!("moverctl: {message}");
@@ -139,7 +144,8 @@ fn drive(
     let shown = Shown {
         progress: &progress,
         json: r.json,
-        dry_run: r.opts.dry_run,
+        // --quiet: a dry run's summary line only.
+        dry_run: r.opts.dry_run && !r.quiet,
     };
     let job = moverctl::job::copy::CopyJob {
         opts: r.opts.clone(),
@@ -184,10 +190,16 @@ fn present(
     r: &Resolved,
     plan: Option<&PlanFile>,
     sharded: bool,
-    (src_shown, dst_shown): (&str, &str),
+    shown @ (src_shown, dst_shown): (&str, &str),
 ) {
+    let cost = pricing::dry_run_cost(&r.pricing, &out.report);
+    let cost_text = |one| {
+        cost.as_ref()
+            .map(|c| dry_run_cost_text(&out.report, c, shown, one))
+    };
     if r.quiet && out.exit == Exit::Success && !r.json {
-        // Silent on success.
+        // Silent on success; a dry run's summary in one line.
+        eprint!("{}", cost_text(true).unwrap_or_default());
     } else if r.json {
         let ids = RunIds {
             command: if plan.is_some() { "exec" } else { "copy" },
@@ -204,11 +216,15 @@ fn present(
         if let Some(view) = &out.shard {
             v["shard"] = view.json();
         }
+        if let Some(c) = &cost {
+            v["cost"] = c.json();
+        }
         println!("{v}");
     } else {
         eprint!(
-            "{}",
-            summary_text(&out.report, src_shown, dst_shown, &r.journal_path, plan)
+            "{}{}",
+            summary_text(&out.report, src_shown, dst_shown, &r.journal_path, plan),
+            cost_text(false).unwrap_or_default()
         );
         match (&out.shard, &out.vs_plan) {
             (Some(view), _) => eprint!("{}", super::shard_cmd::shard_text(view)),

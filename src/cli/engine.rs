@@ -83,6 +83,8 @@ pub(super) struct Resolved {
     pub(super) quiet: bool,
     /// The progress bar and stats line (see `progress.rs`).
     pub(super) display: Display,
+    /// How a dry run's copy is priced (`copy`/`exec --dry-run`).
+    pub(super) pricing: moverctl::job::pricing::Sides,
 }
 
 /// The progress display the flags ask for: a bar on a terminal (not with --json), a stats line
@@ -274,5 +276,6 @@ pub(super) fn resolve(
         json: e.json,
         quiet: false,
         display,
+        pricing: (None, None),
     })
 }

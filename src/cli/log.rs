@@ -126,6 +126,21 @@ pub fn above_bar(line: &str) {
     let _ = writeln!(w, "{line}");
 }
 
+/// Prints `line` on stderr with the progress display cleared, and ends the process with exit
+/// 130 before the display can be drawn again (a second Ctrl-C: no stale bar is left behind).
+pub fn last_words(line: &str) {
+    let quit = || {
+        let mut e = std::io::stderr().lock();
+        let _ = writeln!(e, "{line}");
+        let _ = e.flush();
+        std::process::exit(super::exit::Exit::Interrupted as i32)
+    };
+    match BAR.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        Some(m) => m.suspend(quit),
+        None => quit(),
+    }
+}
+
 struct Stderr;
 
 impl<'a> MakeWriter<'a> for Stderr {

@@ -39,6 +39,8 @@ pub(super) struct Snapshot {
     pub done_objects: u64,
     pub done_bytes: u64,
     pub failed: u64,
+    /// Requests retried and objects copied again so far.
+    pub retries: u64,
     /// (objects, bytes), once known.
     pub total: Option<(u64, u64)>,
     /// Objects the sizing listing has found so far (while it runs).
@@ -56,6 +58,7 @@ impl Snapshot {
             done_objects: c.done_objects.load(Relaxed),
             done_bytes: c.progress_bytes(),
             failed: c.failed_objects.load(Relaxed),
+            retries: c.retries.load(Relaxed) + moverctl::store::retry::retried(),
             total,
             found: c.total_objects.load(Relaxed),
             elapsed: started.elapsed(),
@@ -84,7 +87,7 @@ impl Snapshot {
     /// while the total is unknown `1.2 GiB, 120 objects done (listing: 250 found so far), …`.
     pub(super) fn line(&self) -> String {
         let rate = format!("{}/s", fmt_bytes(self.rate() as u64));
-        let failed = format!("{} failed", self.failed);
+        let failed = format!("{} failed{}", self.failed, retrying(self.retries));
         match self.total {
             Some((objects, bytes)) => {
                 let pct = if bytes > 0 {
@@ -132,18 +135,18 @@ fn draw_main(main: &indicatif::ProgressBar, snap: &Snapshot, with_length: &mut b
         Some((objects, _)) => format!(
             "{} / {objects} objects{}",
             snap.done_objects,
-            failed_note(snap.failed)
+            failed_note(snap.failed) + &retrying(snap.retries)
         ),
         None if snap.found > 0 => format!(
             "{} objects done, listing: {} found so far{}",
             snap.done_objects,
             snap.found,
-            failed_note(snap.failed)
+            failed_note(snap.failed) + &retrying(snap.retries)
         ),
         None => format!(
             "{} objects done, listing…{}",
             snap.done_objects,
-            failed_note(snap.failed)
+            failed_note(snap.failed) + &retrying(snap.retries)
         ),
     });
 }
@@ -188,7 +191,7 @@ impl Progress {
                 if let (Some(at), Some(every)) = (next_stats, display.stats)
                     && Instant::now() >= at
                 {
-                    tracing::info!(target: "moverctl::stats", "stats: {}", snap.line());
+                    tracing::info!(target: "moverctl::stats", retries = snap.retries, "stats: {}", snap.line());
                     next_stats = Some(at + every);
                 }
                 // Parked, not slept: `finish` unparks it, so a run's end never waits for a tick.
@@ -223,6 +226,15 @@ impl Progress {
         if self.multi.is_some() {
             super::log::set_progress(None);
         }
+    }
+}
+
+/// ", 3 retries" (requests retried and objects copied again so far), once there are any.
+fn retrying(n: u64) -> String {
+    match n {
+        0 => String::new(),
+        1 => ", 1 retry".into(),
+        n => format!(", {n} retries"),
     }
 }
 
@@ -291,6 +303,7 @@ mod tests {
             done_objects: 3,
             done_bytes: done,
             failed: 1,
+            retries: 0,
             total,
             found: 7,
             elapsed: Duration::from_secs(secs),
@@ -311,5 +324,8 @@ mod tests {
             s.line(),
             "25.0 MiB, 3 objects done (listing: 7 found so far), 5.00 MiB/s, 1 failed"
         );
+        // Retries show once there are any.
+        let s = Snapshot { retries: 4, ..s };
+        assert!(s.line().ends_with(", 1 failed, 4 retries"), "{}", s.line());
     }
 }

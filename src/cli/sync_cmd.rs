@@ -127,6 +127,10 @@ impl moverctl::job::Observer for Shown<'_> {
     fn note(&self, message: &str) {
         super::log::above_bar(&format!("moverctl: {message}"));
     }
+
+    fn last_words(&self, message: &str) {
+        super::log::last_words(&format!("moverctl: {message}"));
+    }
 }
 
 fn run_and_show(

@@ -167,7 +167,7 @@ pub fn run(
     let running = run.run_with(policy, |ev| observer.event(ev), |_| Ok(()));
     let (report, written) = session.run(
         async { tokio::join!(running, writer) },
-        "stopping: no new object starts; the objects in flight finish and are journaled",
+        "",
         job.opts.counters.clone(),
         observer,
     );

@@ -114,8 +114,12 @@ impl JobError {
     }
 }
 
-/// A listing the store refused for its credentials is exit 4; any other listing failure, 1.
+/// A listing the store refused for its credentials is exit 4; a missing bucket or container, 2;
+/// any other listing failure, 1.
 fn list_exit(e: &crate::store::list::ListError) -> Exit {
+    if matches!(e, crate::store::list::ListError::NoBucket { .. }) {
+        return Exit::BadInput;
+    }
     match e.kind() {
         crate::store::error::StoreErrorKind::Auth => Exit::Credentials,
         _ => Exit::Failure,

@@ -41,6 +41,9 @@ pub trait Observer: Send + Sync {
     fn event(&self, _event: &crate::transfer::Event) {}
     /// A note for the user that is not an error (Ctrl-C taken, a shard's shortfall …).
     fn note(&self, _message: &str) {}
+    /// The process ends right after this (a second Ctrl-C): the last message, shown with any
+    /// progress display cleared for good.
+    fn last_words(&self, _message: &str) {}
     /// The run took over a stale lock (its holder is gone): by default a note.
     fn stale_lock(&self, message: &str) {
         self.note(message)

@@ -22,9 +22,21 @@ pub fn source(store: &Store, allow_empty: bool) -> Result<(), JobError> {
     Ok(())
 }
 
-/// A store's endpoint can be connected to ([`crate::store::reach::check`]).
+/// A store's endpoint can be connected to ([`crate::store::reach::check`]), and a GCS bucket
+/// exists ([`crate::store::reach::gcs_bucket_missing`]; exit 2 naming it).
 pub fn reachable(store: &Store) -> Result<(), JobError> {
-    Ok(crate::store::reach::check(store)?)
+    crate::store::reach::check(store)?;
+    if let crate::store::location::Location::Gcs { bucket, .. } = &store.location
+        && super::runtime()?.block_on(crate::store::reach::gcs_bucket_missing(store))
+    {
+        return Err(JobError::List(crate::store::list::ListError::NoBucket {
+            location: store.shown(),
+            what: "bucket",
+            name: bucket.clone(),
+            code: "404 on the bucket",
+        }));
+    }
+    Ok(())
 }
 
 /// A `*` or `?` in a cloud location's prefix is refused: moverctl takes a location as a prefix,

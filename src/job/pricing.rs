@@ -9,6 +9,31 @@ use rust_decimal::Decimal;
 
 pub use crate::transfer::cost::{RunCost, SidePricing, price_run};
 
+/// How each side of a pair is priced (None: no catalog provider, priced at $0): the provider,
+/// the remote's region and the destination's storage class.
+pub type Sides = (Option<SidePricing>, Option<SidePricing>);
+
+/// The [`Sides`] of `src` → `dst`.
+pub fn sides(
+    catalog: &Catalog,
+    remotes: &crate::store::config::Remotes,
+    src: &crate::store::Store,
+    dst: &crate::store::Store,
+) -> Sides {
+    use super::trust::{provider_of, region_of};
+    let side = |s: &crate::store::Store, class: Option<&str>| {
+        provider_of(catalog, s)
+            .map(|p| SidePricing::new(p, region_of(remotes, s).as_deref(), class))
+    };
+    (side(src, None), side(dst, dst.storage_class.as_deref()))
+}
+
+/// What a dry run's copy would cost (see [`price_run`]); None for a run that was not a dry run.
+pub fn dry_run_cost(sides: &Sides, r: &Report) -> Option<RunCost> {
+    r.dry_run
+        .then(|| price_run(sides.0.as_ref(), sides.1.as_ref(), r, &Default::default()))
+}
+
 /// This run's requests and bytes priced with the catalog, beside what the plan predicted.
 pub struct VsPlan {
     pub predicted_seconds: Decimal,

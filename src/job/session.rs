@@ -41,7 +41,7 @@ pub struct Session {
     _lock: Option<RunLock>,
     /// The pair's journal, for the run to take.
     pub journal: Option<Journal>,
-    /// Set to stop the run: no new object starts; the objects in flight finish.
+    /// Set to stop the run: no new object starts; the objects in flight are abandoned.
     pub stop: Arc<AtomicBool>,
     /// The note about a stale lock this session took over (its holder is gone), if it did.
     pub stale_lock: Option<String>,
@@ -77,27 +77,30 @@ impl Session {
         self.runtime.block_on(f)
     }
 
-    /// Runs `f` to its end while watching for Ctrl-C: the first sets [`Session::stop`] and tells
-    /// the observer `stopping` (with the large objects still in flight, from `counters`); a
-    /// second exits the process with 130 at once.
+    /// Runs `f` to its end while watching for Ctrl-C: the first sets [`Session::stop`] (the run
+    /// stops at once: no new object starts, the objects in flight are abandoned, those finished
+    /// are journaled) and tells the observer so, with `also` (what else the stop means, e.g.
+    /// "nothing will be deleted") and the count in flight from `counters`; a second gives the
+    /// observer its [`Observer::last_words`] and exits the process with 130 at once.
     pub fn run<F: Future>(
         &self,
         f: F,
-        stopping: &str,
+        also: &str,
         counters: Option<Arc<Counters>>,
         observer: &dyn Observer,
     ) -> F::Output {
         let stop = self.stop.clone();
         self.runtime.block_on(async move {
             let watch = async {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    observer.note(&format!(
-                        "{stopping}{} (Ctrl-C again to abort now)",
-                        finishing(counters.as_deref())
-                    ));
+                let mut ctrl_c = Interrupts::new();
+                if ctrl_c.next().await {
+                    observer.note(&stopping(counters.as_deref(), also));
                     stop.store(true, Ordering::Relaxed);
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        std::process::exit(130);
+                    if ctrl_c.next().await {
+                        observer.last_words(
+                            "interrupted again: quitting now (exit 130); what was journaled is kept, run the same command again to resume",
+                        );
+                        std::process::exit(crate::exit::Exit::Interrupted as i32);
                     }
                 }
                 std::future::pending::<()>().await
@@ -110,21 +113,45 @@ impl Session {
     }
 }
 
-/// "; finishing N large objects in flight (a, b, c, …)" when there are any.
-fn finishing(counters: Option<&Counters>) -> String {
-    counters
-        .and_then(|c| {
-            let m = c.in_flight.lock().ok()?;
-            (!m.is_empty()).then(|| {
-                let keys: Vec<&str> = m.keys().take(3).map(String::as_str).collect();
-                format!(
-                    "; finishing {} large object{} in flight ({}{})",
-                    m.len(),
-                    if m.len() == 1 { "" } else { "s" },
-                    keys.join(", "),
-                    if m.len() > 3 { ", …" } else { "" }
-                )
-            })
-        })
-        .unwrap_or_default()
+/// Ctrl-C, received without losing one: on Unix one SIGINT listener for the whole run, so that a
+/// second Ctrl-C right after the first is not missed; elsewhere tokio's `ctrl_c` each time.
+struct Interrupts {
+    #[cfg(unix)]
+    sigint: Option<tokio::signal::unix::Signal>,
+}
+
+impl Interrupts {
+    fn new() -> Interrupts {
+        Interrupts {
+            #[cfg(unix)]
+            sigint: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok(),
+        }
+    }
+
+    /// The next Ctrl-C (false: none can be received).
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        if let Some(s) = &mut self.sigint {
+            return s.recv().await.is_some();
+        }
+        tokio::signal::ctrl_c().await.is_ok()
+    }
+}
+
+/// The first Ctrl-C's message: "stopping: N transfers in flight abandoned (…), completed objects
+/// are journaled{also}; run the same command again to resume; Ctrl-C again to quit now".
+fn stopping(counters: Option<&Counters>, also: &str) -> String {
+    let n = counters.map_or(0, |c| c.active.load(Ordering::Relaxed));
+    let large = counters
+        .and_then(|c| c.in_flight.lock().ok().map(|m| m.len()))
+        .unwrap_or(0);
+    let parts = if large > 0 {
+        " (the parts already uploaded are kept: the next run continues those uploads)"
+    } else {
+        ""
+    };
+    format!(
+        "stopping: {n} transfer{} in flight abandoned{parts}, completed objects are journaled{also}; run the same command again to resume; Ctrl-C again to quit now",
+        if n == 1 { "" } else { "s" },
+    )
 }

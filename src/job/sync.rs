@@ -155,12 +155,7 @@ pub fn run(
         |key, bytes, fate| observer.delete(key, bytes, fate),
     );
     let (report, deletes) = session
-        .run(
-            running,
-            "stopping: no new object starts, the objects in flight finish and are journaled, nothing will be deleted",
-            counters,
-            observer,
-        )
+        .run(running, ", nothing will be deleted", counters, observer)
         .map_err(|e| JobError::from(e).naming_credentials(&hint))?;
     let cost = price_run(
         src_pricing.as_ref(),

@@ -200,7 +200,7 @@ pub struct Observer {
     label: std::sync::OnceLock<String>,
     /// Failed attempts of requests still being retried, by method and path: the retry number
     /// in log lines (object_store retries its own requests without telling).
-    failing: Mutex<std::collections::HashMap<(String, String), u32>>,
+    failing: Mutex<std::collections::HashMap<(String, String), (u32, std::time::Instant)>>,
     /// The last answer refusing the credentials as expired or invalid (a 401, or 400 / 403 with
     /// an [`super::error::EXPIRED_CODES`] code), and the last 400 / 403 without a body to say
     /// why (a HEAD): which store of a copy refused, and whether renewing may help.
@@ -227,16 +227,28 @@ impl Observer {
         self.label.get().map(String::as_str).unwrap_or("store")
     }
 
-    /// Counts a failed attempt of `method path`; returns its retry number (1 for the first
-    /// failure).
-    fn failed_attempt(&self, method: &str, path: &str) -> u32 {
+    /// Counts a failed attempt of `method path` (and a retry, see [`super::retry::retried`]);
+    /// returns its retry number (1 for the first failure) and what the -v line says of the
+    /// next: its longest wait and how long the retry window has left.
+    fn failed_attempt(&self, method: &str, path: &str) -> (u32, String) {
         let mut m = self.failing.lock().expect("failing lock");
         if m.len() > 10_000 {
             m.clear();
         }
-        let n = m.entry((method.to_string(), path.to_string())).or_default();
-        *n += 1;
-        *n
+        let now = std::time::Instant::now();
+        let n = m
+            .entry((method.to_string(), path.to_string()))
+            .or_insert((0, now));
+        n.0 += 1;
+        super::retry::count_retry();
+        let left = super::retry::timeout().saturating_sub(n.1.elapsed());
+        let next = format!(
+            "retry {} in at most {:.1} s (retrying for {} more, --retry-timeout)",
+            n.0,
+            super::retry::longest_wait(n.0).as_secs_f64(),
+            humantime::format_duration(std::time::Duration::from_secs(left.as_secs()))
+        );
+        (n.0, next)
     }
 
     /// Forgets the failures of `method path` (it succeeded); returns how many there were.
@@ -246,7 +258,7 @@ impl Observer {
             return 0;
         }
         m.remove(&(method.to_string(), path.to_string()))
-            .unwrap_or(0)
+            .map_or(0, |f| f.0)
     }
 
     /// A request of this store was refused as expired or invalid credentials.
@@ -354,7 +366,7 @@ impl HttpService for Observed {
         let mut res = match self.inner.execute(req).await {
             Ok(r) => r,
             Err(e) => {
-                let n = self.observer.failed_attempt(&method, &path);
+                let (n, next) = self.observer.failed_attempt(&method, &path);
                 tracing::info!(
                     target: "moverctl::http",
                     store = self.observer.label(),
@@ -362,7 +374,8 @@ impl HttpService for Observed {
                     path = %path,
                     attempt = n,
                     ms = started.elapsed().as_millis() as u64,
-                    "{method} {path}: {} ({host}); failed attempt {n}, retried under the retry policy",
+                    "{method} {path} ({}): {} ({host}); {next}",
+                    self.observer.label(),
                     plain_cause(&e)
                 );
                 return Err(e);
@@ -372,7 +385,7 @@ impl HttpService for Observed {
         self.observer.saw(status);
         let ms = started.elapsed().as_millis() as u64;
         if status >= 500 || status == 429 || status == 408 {
-            let n = self.observer.failed_attempt(&method, &path);
+            let (n, next) = self.observer.failed_attempt(&method, &path);
             let what = if status == 503 || status == 429 {
                 "the store asks to slow down"
             } else {
@@ -386,7 +399,8 @@ impl HttpService for Observed {
                 status,
                 attempt = n,
                 ms,
-                "{method} {path}: {status} ({what}); failed attempt {n}, retried under the retry policy"
+                "{method} {path} ({}): {status} ({what}); {next}",
+                self.observer.label()
             );
         } else {
             let retries = self.observer.succeeded(&method, &path);

@@ -130,7 +130,10 @@ pub fn list_counted(
         Kind::S3 if store.s3.is_some() => s3_listing(store, page_size, requests),
         _ => paged(store, page_size, requests),
     };
+    let loc = store.location.clone();
     ranged(ordered(inner, store.shown()), store.range.clone())
+        .map(move |r| r.map_err(|e| e.naming_bucket(&loc)))
+        .boxed()
 }
 
 /// Leaves out progress records ([`crate::shard::is_progress_key`]: never data) and, for a shard,

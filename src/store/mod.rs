@@ -82,6 +82,9 @@ pub struct Store {
     /// The concrete Azure store (for its SAS signer: Put Block From URL, a source URL), when
     /// this is an Azure location.
     pub azure: Option<Arc<object_store::azure::MicrosoftAzure>>,
+    /// The concrete GCS store (its credentials, for the bucket check of [`reach`]), when this is
+    /// a GCS location.
+    pub gcs: Option<Arc<object_store::gcp::GoogleCloudStorage>>,
     /// How long moverctl's own requests to this store (presigned HEADs, listing pages) are
     /// retried: the window of [`retry`] in force when the store was opened.
     pub retry_window: Duration,
@@ -518,6 +521,7 @@ impl Store {
             observer,
             s3: b.s3,
             azure: b.azure,
+            gcs: b.gcs,
             retry_window: retry::timeout(),
             caps: caps::Capabilities::for_kind(b.kind),
             s3_anonymous: b.s3_anonymous,
@@ -578,6 +582,7 @@ struct Opened {
     provider: Option<String>,
     s3: Option<Arc<object_store::aws::AmazonS3>>,
     azure: Option<Arc<object_store::azure::MicrosoftAzure>>,
+    gcs: Option<Arc<object_store::gcp::GoogleCloudStorage>>,
     s3_anonymous: bool,
     credentials: String,
     aws_credentials: Option<Arc<AwsCredentialCache>>,
@@ -622,6 +627,7 @@ fn open_s3(
         provider: remote.and_then(|r| r.provider.clone()),
         s3: Some(s),
         azure: None,
+        gcs: None,
         s3_anonymous,
         credentials,
         aws_credentials: auth.cache.clone(),
@@ -648,6 +654,10 @@ fn open_gcs(
             send_md5: true,
         })
         .with_retry(retry_config());
+    let sa_url = match &sa {
+        creds::GcsCreds::ServiceAccount(p) => creds::service_account_base_url(p),
+        _ => None,
+    };
     b = match sa {
         creds::GcsCreds::ServiceAccount(path) => {
             b.with_service_account_path(path.display().to_string())
@@ -663,16 +673,20 @@ fn open_gcs(
     if let Some(e) = &endpoint {
         b = b.with_base_url(e);
     }
+    // Where requests go when the remote names no endpoint: a service-account file's
+    // `gcs_base_url` (an emulator), else Google's (what the reachability check connects to).
+    let endpoint = endpoint.or(sa_url);
     let s = Arc::new(b.build().map_err(|e| build_err(loc, e))?);
     Ok(Opened {
         inner: s.clone(),
         pages: Some(s.clone()),
-        multipart: Some(s),
+        multipart: Some(s.clone()),
         kind: Kind::Gcs,
         local_root: None,
         provider: remote.and_then(|r| r.provider.clone()),
         s3: None,
         azure: None,
+        gcs: Some(s),
         s3_anonymous: false,
         credentials,
         aws_credentials: None,
@@ -730,6 +744,7 @@ fn open_azure(
         provider: remote.and_then(|r| r.provider.clone()),
         s3: None,
         azure: Some(s),
+        gcs: None,
         s3_anonymous: false,
         credentials,
         aws_credentials: None,
@@ -793,6 +808,7 @@ fn open_local(loc: &Location, root: &std::path::Path, role: Role) -> Result<Open
         provider: Some("onprem".into()),
         s3: None,
         azure: None,
+        gcs: None,
         s3_anonymous: false,
         credentials: "none needed (a local folder)".into(),
         aws_credentials: None,
@@ -813,6 +829,7 @@ fn open_memory() -> Opened {
         provider: None,
         s3: None,
         azure: None,
+        gcs: None,
         s3_anonymous: false,
         credentials: "none needed (in memory)".into(),
         aws_credentials: None,

@@ -110,6 +110,38 @@ fn proxied(scheme: &str, host: &str, env: &dyn Fn(&str) -> Option<String>) -> bo
     })
 }
 
+/// Whether a GCS location's bucket is missing, told before the first listing: one GET of the
+/// bucket's metadata (the JSON API, `storage.buckets.get`) with the store's credentials; true
+/// only for a 404. Any other answer (403 for credentials that may read objects but not bucket
+/// metadata, no answer) says nothing: the run goes on and its requests tell. (S3 and Azure
+/// answer a listing of a missing bucket with a 404 and a code, told apart there:
+/// [`super::list::ListError::naming_bucket`]; GCS emulators answer it with a 500 that would be
+/// retried for the whole window.)
+pub async fn gcs_bucket_missing(store: &Store) -> bool {
+    let (Some(gcs), Some(endpoint), super::location::Location::Gcs { bucket, .. }) =
+        (&store.gcs, &store.endpoint, &store.location)
+    else {
+        return false;
+    };
+    let Ok(client) = reqwest::Client::builder()
+        .timeout(CONNECT_TIMEOUT * 3)
+        .build()
+    else {
+        return false;
+    };
+    let url = format!(
+        "{}/storage/v1/b/{bucket}?fields=name",
+        endpoint.trim_end_matches('/')
+    );
+    let mut req = client.get(url);
+    if let Ok(c) = gcs.credentials().get_credential().await
+        && !c.bearer.is_empty()
+    {
+        req = req.bearer_auth(&c.bearer);
+    }
+    req.send().await.is_ok_and(|r| r.status().as_u16() == 404)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,6 +27,29 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(240);
 const MAX_RETRIES: usize = 1000;
 
 static TIMEOUT_MS: AtomicU64 = AtomicU64::new(240_000);
+/// Requests retried so far in this process: object_store's own retries (seen by the HTTP
+/// connector, `super::http`) and those of moverctl's own requests ([`Backoff`]). Progress
+/// displays show it, so that a run that is retrying says so.
+static RETRIED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one retry of a request (see [`retried`]).
+pub fn count_retry() {
+    RETRIED.fetch_add(1, Relaxed);
+}
+
+/// Requests retried so far in this process.
+pub fn retried() -> u64 {
+    RETRIED.load(Relaxed)
+}
+
+/// The longest wait object_store may draw before retry `n` (1 for the first) under this
+/// policy: each wait is drawn up to [`BASE`] times the one before, from [`INIT_BACKOFF`], and
+/// at most [`MAX_BACKOFF`].
+pub fn longest_wait(n: u32) -> Duration {
+    let exp = n.saturating_sub(1).min(32) as i32;
+    let secs = INIT_BACKOFF.as_secs_f64() * BASE.powi(exp);
+    Duration::from_secs_f64(secs.min(MAX_BACKOFF.as_secs_f64()))
+}
 
 /// Sets the retry window of every request opened after this call (`--retry-timeout`).
 pub fn set_timeout(d: Duration) {
@@ -97,6 +120,7 @@ impl Backoff {
         let drawn = lo + (hi - lo) * unit_random();
         let wait = std::mem::replace(&mut self.next, drawn.min(MAX_BACKOFF.as_secs_f64()));
         self.retries += 1;
+        count_retry();
         Some(Duration::from_secs_f64(wait))
     }
 
@@ -191,6 +215,19 @@ mod tests {
             retries: 0,
         };
         assert_eq!(spent.next_wait(), None);
+    }
+
+    #[test]
+    fn the_longest_wait_doubles_from_the_first_up_to_the_cap() {
+        assert_eq!(longest_wait(1), INIT_BACKOFF);
+        assert_eq!(longest_wait(3), Duration::from_millis(400));
+        assert_eq!(longest_wait(20), MAX_BACKOFF);
+        // Every wait object_store's policy draws stays under the bound for its retry.
+        let mut b = Backoff::with_window(Duration::from_secs(3600));
+        for n in 1..40 {
+            let w = b.next_wait().unwrap();
+            assert!(w <= longest_wait(n) + Duration::from_nanos(1), "{n}: {w:?}");
+        }
     }
 
     #[test]

@@ -214,7 +214,11 @@ fn problem_lines(r: &Report, out: &mut String) {
         ));
     }
     if r.interrupted {
-        out.push_str("interrupted: run the same command again to resume\n");
+        out.push_str(&format!(
+            "interrupted: {} object{} in flight abandoned (none recorded as copied); run the same command again to resume\n",
+            r.abandoned,
+            if r.abandoned == 1 { "" } else { "s" }
+        ));
     }
 }
 
@@ -240,6 +244,38 @@ pub fn summary_text(
         out.push_str(&format!("journal: {}\n", journal.display()));
     }
     out
+}
+
+/// A dry run's estimate of what the copy would cost: the line after its summary, or with
+/// `one_line` (`--quiet`) the whole summary in one line.
+pub fn dry_run_cost_text(
+    r: &Report,
+    c: &crate::job::pricing::RunCost,
+    (src, dst): (&str, &str),
+    one_line: bool,
+) -> String {
+    let side = |p: &Option<String>| p.clone().unwrap_or_else(|| "no catalog price ($0)".into());
+    let est = format!(
+        "est. cost {} (egress {}, source requests {}, destination requests {}; priced as {} -> {}, list prices before free allowances)",
+        c.total(),
+        c.egress,
+        c.source_requests,
+        c.destination_requests,
+        side(&c.source_priced_as),
+        side(&c.destination_priced_as)
+    );
+    if one_line {
+        format!(
+            "copy {src} -> {dst} (dry run): would copy {} ({}), skipped {} ({}), failed {}; {est}\n",
+            r.copied,
+            fmt_bytes(r.copied_bytes),
+            r.skipped,
+            fmt_bytes(r.skipped_bytes),
+            r.failed.len() + r.refused.len()
+        )
+    } else {
+        format!("{est}\n")
+    }
 }
 
 /// A run against its plan, as the table after the summary.

@@ -110,13 +110,27 @@ impl RunCost {
     }
 }
 
-/// Prices a finished run's requests and bytes (and a sync's early-deletion fees).
+/// Prices a finished run's requests and bytes (and a sync's early-deletion fees). A dry run is
+/// priced as the run it stands for: its listings, plus the GETs, PUTs and bytes its would-copy
+/// objects would take (read through this machine; a server-side copy would cost less egress).
 pub fn price_run(
     src: Option<&SidePricing>,
     dst: Option<&SidePricing>,
     r: &Report,
     d: &DeleteReport,
 ) -> RunCost {
+    let projected;
+    let r = if r.dry_run {
+        projected = Report {
+            requests_get: r.requests_get + r.would_get,
+            requests_put: r.requests_put + r.would_put,
+            read_bytes: r.read_bytes + r.copied_bytes,
+            ..r.clone()
+        };
+        &projected
+    } else {
+        r
+    };
     let mut c = RunCost {
         early_deletion: d.early_fees,
         ..Default::default()

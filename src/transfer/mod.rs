@@ -226,6 +226,11 @@ pub struct Counters {
     pub done_bytes: AtomicU64,
     /// Failed or refused objects so far.
     pub failed_objects: AtomicU64,
+    /// Objects handed to the pool and not finished yet (copies and checks in flight).
+    pub active: AtomicU64,
+    /// Objects copied again after a failed attempt (`--retries`); requests retried are counted
+    /// by [`crate::store::retry::retried`].
+    pub retries: AtomicU64,
     /// What the source holds within the filters, counted by the sizing listing
     /// ([`CopyOptions::size_ahead`]) as it goes; `total_known` once it has finished.
     pub total_objects: AtomicU64,
@@ -234,8 +239,9 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// Counts a finished object for progress displays.
+    /// Counts a finished object for progress displays, and logs it (see [`Event::log`]).
     fn record(&self, ev: &Event) {
+        ev.log();
         match ev {
             Event::Copied { bytes, .. } | Event::Skipped { bytes, .. } => {
                 self.done_objects.fetch_add(1, Relaxed);
@@ -312,9 +318,15 @@ pub struct Report {
     /// Multipart uploads still open at the end (failed or interrupted), kept for resume.
     pub open_uploads: u64,
     pub retries: u64,
+    /// Requests retried under the retry policy during the run (object_store's and moverctl's
+    /// own), apart from the objects copied again (`retries`).
+    pub request_retries: u64,
     pub throttle_events: u64,
     pub elapsed: Duration,
     pub interrupted: bool,
+    /// Objects in flight when the run was interrupted, abandoned unfinished (none journaled as
+    /// copied; a multipart upload's parts already sent are kept for the next run).
+    pub abandoned: u64,
     /// The run stopped before the end because credentials were refused and could not be
     /// renewed (see `object::credentials_stop`): why, and what to run. The objects not tried are in
     /// no journal row; the next run copies them.
@@ -323,6 +335,10 @@ pub struct Report {
     /// credentials; a success resets it.
     pub auth_streak: usize,
     pub dry_run: bool,
+    /// A dry run: the GETs and PUTs its would-copy objects would take (one GET each; one PUT, or
+    /// a multipart upload's parts and its two calls), for the estimate of what the copy costs.
+    pub would_get: u64,
+    pub would_put: u64,
     /// Objects listed at the source within `--include`/`--exclude` (refused keys not counted).
     pub src_objects: u64,
     /// Objects listed at the destination (counted only when the join reports destination-only
@@ -403,6 +419,30 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The event's log line, as rclone's `-v` logs each file: copied, skipped and refused at info (`-v`),
+    /// a dry run's would-copy at debug (it is on stdout already); failures are logged where
+    /// they are decided (with their attempts). Target `moverctl::file`.
+    pub(crate) fn log(&self) {
+        let size = |b: &u64| crate::units::fmt_bytes(*b);
+        match self {
+            Event::Copied {
+                key,
+                bytes,
+                verified_by,
+            } => tracing::info!(target: "moverctl::file", key = %key, bytes,
+                "{key}: copied ({}, verified by {verified_by})", size(bytes)),
+            Event::Skipped { key, bytes, reason } => tracing::info!(target: "moverctl::file",
+                key = %key, bytes, "{key}: skipped ({reason}, {})", size(bytes)),
+            Event::WouldCopy { key, bytes, reason } => tracing::debug!(target: "moverctl::file",
+                key = %key, bytes, "{key}: would copy ({reason}, {})", size(bytes)),
+            Event::Refused { key, reason } => tracing::info!(target: "moverctl::file",
+                key = %key, "{key}: not copied ({reason})"),
+            Event::Failed { .. } => {}
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]
@@ -417,7 +457,8 @@ pub struct Run {
     pub opts: CopyOptions,
     pub limits: Limits,
     pub journal: Option<Journal>,
-    /// Set (by a Ctrl-C handler) to stop starting new objects; in-flight ones finish.
+    /// Set (by a Ctrl-C handler) to stop the run promptly: no new object starts, and the objects
+    /// in flight are abandoned (see `Report::abandoned`).
     pub stop: Arc<AtomicBool>,
 }
 

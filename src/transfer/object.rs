@@ -198,15 +198,19 @@ pub(super) async fn copy_with_retries(
                     );
                     return (Err(e), attempt);
                 }
+                let wait = Duration::from_millis(200 * u64::from(attempt));
+                ctx.counters.retries.fetch_add(1, Relaxed);
                 tracing::info!(
                     target: "moverctl::copy",
                     key = %entry.key,
                     attempt,
-                    "{}: attempt {attempt} of {} failed: {e}; copying it again",
+                    wait_ms = wait.as_millis() as u64,
+                    "{}: attempt {attempt} of {} failed: {e}; copying it again in {:.1} s",
                     entry.key,
-                    ctx.opts.retries + 1
+                    ctx.opts.retries + 1,
+                    wait.as_secs_f64()
                 );
-                tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+                tokio::time::sleep(wait).await;
             }
         }
     }

@@ -51,6 +51,7 @@ impl Run {
         mut on_dest_only: impl FnMut(Entry) -> Result<(), crate::journal::JournalError>,
     ) -> Result<Report, RunError> {
         let started = Instant::now();
+        let retried_before = crate::store::retry::retried();
         let Run {
             src,
             dst,
@@ -82,8 +83,7 @@ impl Run {
                 on_event(ev)
             }
         };
-        let list_src = Arc::new(AtomicU64::new(0));
-        let list_dst = Arc::new(AtomicU64::new(0));
+        let (list_src, list_dst) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         // Both listings page at the same time (each a few pages ahead of the join).
         if opts.size_ahead && !opts.dry_run {
             spawn_sizer(
@@ -113,7 +113,11 @@ impl Run {
                 pool.report.stopped_for_credentials = Some(why);
                 break;
             }
-            let next = differ.next(journal.as_deref()).await;
+            // A Ctrl-C is taken at once, also while the listing or a free slot is awaited.
+            let next = tokio::select! {
+                n = differ.next(journal.as_deref()) => n,
+                () = stopped(&stop) => continue,
+            };
             let Some(item) = next else { break };
             let action = match item? {
                 Joined::Refused { key, reason } => {
@@ -132,9 +136,12 @@ impl Run {
                 }
                 Joined::Action(a) => a,
             };
-            pool.take(&opts, action).await;
+            tokio::select! {
+                () = pool.take(&opts, action) => {}
+                () = stopped(&stop) => {}
+            }
         }
-        pool.drain().await?;
+        pool.finish(&stop).await?;
         let Pool {
             mut report,
             mut batch,
@@ -147,6 +154,7 @@ impl Run {
             report.open_uploads = j.lock().expect("journal lock").open_uploads()?.len() as u64;
         }
         count_requests(&mut report, &counters, &list_src, &list_dst);
+        report.request_retries = crate::store::retry::retried() - retried_before;
         report.throttle_events = limits.throttle_events();
         report.dest_objects = differ.dst_objects();
         report.elapsed = started.elapsed();
@@ -264,17 +272,59 @@ impl<'a> Pool<'a> {
         }
     }
 
-    /// Waits for every task and tallies it (group commits go on meanwhile).
-    async fn drain(&mut self) -> Result<(), RunError> {
-        while let Some(done) = self.tasks.join_next().await {
-            let done = done.expect("copy tasks do not panic");
-            self.tally(done);
+    /// The tasks in flight when the listing ended or the run was stopped: waited for, or (once
+    /// `stop` is set) abandoned.
+    async fn finish(&mut self, stop: &std::sync::atomic::AtomicBool) -> Result<(), RunError> {
+        if self.report.interrupted || self.drain(stop).await? {
+            self.report.interrupted = true;
+            self.abandon().await?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every task and tallies it (group commits go on meanwhile); true when `stop`
+    /// was set first (the tasks left are then for [`Pool::abandon`]).
+    async fn drain(&mut self, stop: &std::sync::atomic::AtomicBool) -> Result<bool, RunError> {
+        loop {
+            let next = tokio::select! {
+                done = self.tasks.join_next() => done,
+                () = stopped(stop) => return Ok(true),
+            };
+            let Some(done) = next else { return Ok(false) };
+            self.tally(done.expect("copy tasks do not panic"));
             self.batch.flush_if_due().await?;
+        }
+    }
+
+    /// After a Ctrl-C: the tasks in flight are abandoned at once (an upload's parts already
+    /// sent stay journaled with its upload id, so the next run continues it; a local file's
+    /// temporary file is taken over by the next run); the ones that had finished are tallied and
+    /// journaled as usual. A cancelled task is never journaled as copied.
+    async fn abandon(&mut self) -> Result<(), RunError> {
+        // A test hook (tests/it/feedback.rs): the stop takes this long, so that a second Ctrl-C
+        // can be sent while one is under way.
+        if let Some(ms) = std::env::var("MOVERCTL_TEST_STOP_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+        self.tasks.abort_all();
+        while let Some(done) = self.tasks.join_next().await {
+            match done {
+                Ok(done) => self.tally(done),
+                Err(e) if e.is_cancelled() => self.report.abandoned += 1,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            }
         }
         Ok(())
     }
 
     fn tally(&mut self, done: Finished) {
+        self.ctx.counters.active.fetch_sub(1, Relaxed);
+        if let (entry, Ok(super::object::Done::WouldCopy(_)), _) = &done {
+            would_requests(&mut self.report, &self.ctx.opts, entry.size);
+        }
         let on_event = &mut *self.on_event;
         tally(
             &mut self.report,
@@ -339,6 +389,7 @@ impl<'a> Pool<'a> {
                 });
             }
             Decision::Copy(reason) if opts.dry_run => {
+                would_requests(report, opts, action.src.size);
                 *report.reasons.entry(reason.to_string()).or_default() += 1;
                 report.copied += 1;
                 report.copied_bytes += action.src.size;
@@ -379,8 +430,26 @@ impl<'a> Pool<'a> {
         // Finish whatever completed while we waited for a slot.
         self.collect();
         let ctx = self.ctx.clone();
+        ctx.counters.active.fetch_add(1, Relaxed);
         self.tasks
             .spawn(async move { handle_object(&ctx, entry, check, permit, copy_slots).await });
+    }
+}
+
+/// A dry run's would-copy object of `size`: the requests its copy would take, into the report.
+fn would_requests(report: &mut Report, opts: &CopyOptions, size: u64) {
+    use crate::catalog::parts::{Upload, part_plan};
+    report.would_get += 1;
+    report.would_put += match part_plan(size, &opts.dst_limits, opts.part_rule) {
+        Ok(Upload::Multipart { parts, .. }) => parts + 2,
+        _ => 1,
+    };
+}
+
+/// Returns once `stop` is set (by a Ctrl-C handler): it is looked at every 50 ms.
+async fn stopped(stop: &std::sync::atomic::AtomicBool) {
+    while !stop.load(Relaxed) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
 

@@ -387,6 +387,8 @@ impl Candidates {
                             self.report.early_fees += fee;
                         }
                         marks.push((k.clone(), "deleted"));
+                        tracing::info!(target: "moverctl::file", key = %k, bytes = size,
+                            "{k}: deleted ({})", crate::units::fmt_bytes(size));
                         on_fate(&k, size, &Fate::Deleted);
                     }
                     Err(e) => {

@@ -11,6 +11,7 @@ mod durable;
 mod encrypted_source;
 mod fast_fail;
 mod faults;
+mod feedback;
 mod fidelity;
 mod from_url;
 mod gzip;

@@ -37,7 +37,7 @@ async fn a_verbose_log_tells_retries_and_requests_and_never_a_secret() {
     expect(&o, 0);
     let t = std::fs::read_to_string(&log).unwrap();
     assert!(
-        t.contains("PUT /") && t.contains("503 (the store asks to slow down); failed attempt 1"),
+        t.contains("PUT /") && t.contains("503 (the store asks to slow down); retry 1 in at most"),
         "throttled PUTs are logged with their retry number:\n{t}"
     );
     assert!(
@@ -58,7 +58,7 @@ async fn a_verbose_log_tells_retries_and_requests_and_never_a_secret() {
         assert!(!t.contains(secret), "the log holds {secret:?}:\n{t}");
     }
     // Nothing went to stderr but the summary (the log has its own file).
-    assert!(!text(&o).contains("failed attempt"), "{}", text(&o));
+    assert!(!text(&o).contains("in at most"), "{}", text(&o));
 }
 
 /// `-v` on stderr: a connection that cannot be made is said in plain words (what, where,

@@ -294,8 +294,8 @@ fn a_source_changed_since_the_upload_started_is_restarted_not_stitched() {
     );
 }
 
-/// Ctrl-C (SIGINT) stops starting new objects, lets the ones in flight finish and journal, exits
-/// 130, and the next run resumes.
+/// Ctrl-C (SIGINT) stops the run (the objects in flight abandoned, the finished ones journaled),
+/// exits 130, and the next run resumes.
 #[test]
 fn sigint_drains_and_exits_130() {
     let src = tempfile::tempdir().unwrap();

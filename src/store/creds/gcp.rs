@@ -33,6 +33,14 @@ fn google_file_type(path: &std::path::Path) -> Option<String> {
     v.get("type")?.as_str().map(str::to_string)
 }
 
+/// The `gcs_base_url` a service-account file names (object_store sends every request there: an
+/// emulator such as fake-gcs-server), never anything else from it.
+pub fn service_account_base_url(path: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("gcs_base_url")?.as_str().map(str::to_string)
+}
+
 const GCS_FIX: &str = "run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a \
      service-account key file, or name a variable in the remote's service_account_path_env \
      (on GCE or GKE the metadata server is used; elsewhere write credential = \"metadata\" in the remote to force it)";
