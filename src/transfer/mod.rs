@@ -438,6 +438,14 @@ impl Event {
                 key = %key, bytes, "{key}: would copy ({reason}, {})", size(bytes)),
             Event::Refused { key, reason } => tracing::info!(target: "moverctl::file",
                 key = %key, "{key}: not copied ({reason})"),
+            Event::Stale {
+                key,
+                bytes,
+                gone,
+                reason,
+            } => tracing::info!(target: "moverctl::file", key = %key, bytes,
+                "{key}: not copied, {} since the inventory ({reason})",
+                if *gone { "gone" } else { "changed" }),
             Event::Failed { .. } => {}
         }
     }
