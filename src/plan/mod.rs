@@ -1,7 +1,9 @@
 pub mod candidate;
 pub mod corpus;
+pub mod extras;
 pub mod file;
 pub mod horizon;
+pub mod marks;
 pub mod model;
 pub mod price;
 pub mod render;
