@@ -102,6 +102,21 @@ impl Marks {
     }
 }
 
+/// A limit in decimal and binary units, as providers publish either: `5.49 TB (4.995 TiB)`.
+fn both(b: u64) -> String {
+    let units = [
+        (1u64 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ];
+    let Some((u, name)) = units.iter().find(|(u, _)| b >= *u) else {
+        return fmt_bytes(b);
+    };
+    let v = rust_decimal::Decimal::from(b) / rust_decimal::Decimal::from(*u);
+    format!("{} ({} {name})", fmt_bytes(b), v.round_dp(3).normalize())
+}
+
 /// Why `dst` cannot take the corpus, from the request counts (`None`: it can).
 pub fn cannot_take(dst: &Place, counts: &Counts) -> Option<String> {
     if counts.unplaceable_objects == 0 {
@@ -110,13 +125,13 @@ pub fn cannot_take(dst: &Place, counts: &Counts) -> Option<String> {
     let l = dst.limits();
     let largest = counts.largest_unplaceable;
     let limit = if largest > l.max_object_bytes {
-        format!("its {} object limit", fmt_bytes(l.max_object_bytes))
+        format!("its {} object limit", both(l.max_object_bytes))
     } else {
         format!(
             "its part limits ({} parts of at most {}, {} in all)",
-            fmt_count(u64::from(l.max_parts)),
-            fmt_bytes(l.max_part_bytes),
-            fmt_bytes(u64::from(l.max_parts).saturating_mul(l.max_part_bytes))
+            thousands(u64::from(l.max_parts)),
+            both(l.max_part_bytes),
+            both(u64::from(l.max_parts).saturating_mul(l.max_part_bytes))
         )
     };
     Some(format!(
@@ -136,6 +151,10 @@ pub fn cannot_take(dst: &Place, counts: &Counts) -> Option<String> {
     ))
 }
 
+fn thousands(n: u64) -> String {
+    crate::money::group_thousands(&n.to_string())
+}
+
 /// The sentence for objects a server-side or from-URL move streams through the workers instead.
 pub fn streamed_note(dst: &Place, counts: &Counts, from_url: bool) -> Option<String> {
     if counts.streamed_objects == 0 || counts.streamed_bytes == 0 || !from_url {
@@ -144,7 +163,7 @@ pub fn streamed_note(dst: &Place, counts: &Counts, from_url: bool) -> Option<Str
     let l = dst.limits();
     let block = crate::catalog::parts::from_url_max_block(l);
     Some(format!(
-        "{}: {} object{} (the largest {}) cannot be fetched from the source's URL: Put Block From URL takes blocks of at most {} and {} blocks, {} in all; exec streams {} through the workers (GET at the source, Put Block at {}), and so {} priced and timed",
+        "{}: {} object{} (the largest {}) cannot be fetched from the source's URL: Put Block From URL takes blocks of at most {} MiB and {} blocks, {} in all; exec streams {} through the workers (GET at the source, Put Block at {}), and so {} priced and timed",
         dst.provider_id(),
         fmt_count(counts.streamed_objects),
         if counts.streamed_objects == 1 {
@@ -153,9 +172,9 @@ pub fn streamed_note(dst: &Place, counts: &Counts, from_url: bool) -> Option<Str
             "s"
         },
         fmt_bytes(counts.largest_streamed),
-        fmt_bytes(block),
-        fmt_count(u64::from(l.max_parts)),
-        fmt_bytes(u64::from(l.max_parts).saturating_mul(block)),
+        block >> 20,
+        thousands(u64::from(l.max_parts)),
+        both(u64::from(l.max_parts).saturating_mul(block)),
         if counts.streamed_objects == 1 {
             "it"
         } else {

@@ -68,7 +68,7 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     let counts = count_requests(src, dst, corpus, a, path);
     if let Some(why) = super::marks::cannot_take(dst, &counts) {
         warnings.push(format!(
-            "{}: {why}: they cannot be copied, whichever way exec sends them",
+            "{}: {why}: objects like that cannot be copied, whichever way exec sends them",
             dst.provider_id()
         ));
     }

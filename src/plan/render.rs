@@ -22,7 +22,9 @@
 //! `source_get_bytes_per_second`, `destination_put_bytes_per_second`, `cpu_seconds_per_gib`,
 //! `hash_cpu_seconds_per_gib`, `cores`, `shared_host`). `restore` (null unless `--restore-tier` applies to
 //! archive objects): `tier`, `auto`, `why`, `chosen` and `options` (`tier`, `fees`, `hours`,
-//! `hours_assumed`, `gpu_idle`, `total`).
+//! `hours_assumed`, `gpu_idle`, `total`). Marks and extras: `cannot_take`, `policy_risk`
+//! (`reason`, `accepted`), `caveats` (`role`, `provider`, `text`), `upload.streamed_objects` /
+//! `streamed_bytes`, and the `cost` items of [`super::extras`] (see docs/json.md).
 
 use super::corpus::Corpus;
 use super::horizon;
