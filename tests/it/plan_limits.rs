@@ -448,3 +448,115 @@ fn the_table_json_and_report_carry_the_marks() {
     expect(&bad, 2);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--worker-hourly"));
 }
+
+/// Plan and exec agree on which objects a from-URL move fetches and which it streams, on a real
+/// server (Azurite, which copies from URLs of its own blobs): a 1 MiB blob (its MD5 kept by Put
+/// Blob) and a 101 MiB blob carrying moverctl's CRC64. With Azure's limits (50,000 blocks) both
+/// are fetched from the URL (the large one in 100 MiB-capped blocks of the 64 MiB part: 2). With a
+/// provider file that allows one block per blob (`max_parts = 1`), the 101 MiB blob needs two
+/// blocks of at most 100 MiB: `plan` says it streams, and `exec` streams it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_and_exec_agree_on_which_objects_are_fetched_from_the_url() {
+    use moverctl::checksum::{crc64_hex, crc64_of};
+    use object_store::{Attribute, Attributes, ObjectStoreExt, PutOptions, PutPayload};
+    let Some(s) = servers() else { return };
+    let prefix = unique("planlim");
+    let src = moverctl::store::Store::open(
+        &format!("azurite:{}/{prefix}", s.az_container),
+        &remotes(&s),
+    )
+    .unwrap();
+    let small = super::faults::data("small.bin", 1 << 20);
+    src.inner
+        .put(&src.path_of("small.bin").unwrap(), PutPayload::from(small))
+        .await
+        .unwrap();
+    let big = super::faults::data("big.bin", 101 << 20);
+    let mut attrs = Attributes::new();
+    attrs.insert(
+        Attribute::Metadata("moverctl_crc64nvme".into()),
+        crc64_hex(crc64_of(&big)).into(),
+    );
+    src.inner
+        .put_opts(
+            &src.path_of("big.bin").unwrap(),
+            PutPayload::from(big),
+            PutOptions {
+                attributes: attrs,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let one_block = dir.path().join("providers");
+    std::fs::create_dir(&one_block).unwrap();
+    let azure = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("providers/azure.toml"),
+    )
+    .unwrap();
+    let line = azure
+        .lines()
+        .find(|l| l.starts_with("max_parts = "))
+        .unwrap();
+    std::fs::write(
+        one_block.join("azure.toml"),
+        azure.replace(line, "max_parts = 1"),
+    )
+    .unwrap();
+    for (providers, streamed) in [(None, 0u64), (Some(&one_block), 1)] {
+        let dst = format!("azurite:{}/{}", s.az_container2, unique("planlim-dst"));
+        let plans = dir.path().join(format!("plans-{streamed}"));
+        let mut c = moverctl();
+        if let Some(p) = providers {
+            c.arg("--providers").arg(p);
+        }
+        let o = c
+            .arg("--config")
+            .arg(&conf)
+            .args([
+                "plan",
+                "--from",
+                "azure",
+                "--to",
+                "azure",
+                "--json",
+                "--no-probe",
+            ])
+            .args(["--src", &format!("azurite:{}/{prefix}", s.az_container)])
+            .args(["--dst", &dst, "--save", "p", "--plans-dir"])
+            .arg(&plans)
+            .output()
+            .unwrap();
+        expect(&o, 0);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let cand = &v["candidates"][0];
+        assert_eq!(cand["from_url"], true, "{}", text(&o));
+        assert_eq!(v["corpus"]["objects"], 2);
+        assert_eq!(cand["upload"]["streamed_objects"], streamed, "{}", text(&o));
+        let mut c = moverctl();
+        if let Some(p) = providers {
+            c.arg("--providers").arg(p);
+        }
+        let state = tempfile::tempdir().unwrap();
+        let o = c
+            .arg("--config")
+            .arg(&conf)
+            .args(["exec", "--json"])
+            .arg(plans.join("p.toml"))
+            .env("MOVERCTL_STATE_DIR", state.path())
+            .output()
+            .unwrap();
+        expect(&o, 0);
+        let v: serde_json::Value = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .rfind(|l| l.contains("\"summary\""))
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or_default();
+        assert_eq!(v["copied"]["objects"], 2, "{}", text(&o));
+        // exec fetched from the URL what plan said it would, and streamed the rest.
+        assert_eq!(v["server_side"]["objects"], 2 - streamed, "{}", text(&o));
+    }
+}
