@@ -42,7 +42,7 @@ pub struct Assumptions {
     /// Whether the two locations are one S3 service (one endpoint), when both are known (`--src`
     /// and `--dst`); `None`: judged from the catalog places.
     pub same_service: Option<bool>,
-    /// `--delete-source`, `--worker-hourly`, `--accept-policy-risk` (see [`super::extras`]).
+    /// `--delete-source`, `--worker-hourly`, `--accept-policy-risk` (see [`super::extra_costs`]).
     pub extras: super::extras::ExtraFlags,
 }
 
@@ -303,7 +303,7 @@ pub struct Candidate {
     pub from_url: bool,
     /// The restore tier priced, and why (archive sources with `--restore-tier`).
     pub restore: Option<super::restore::Restore>,
-    /// "Cannot take this corpus", policy risk, caveats by role ([`super::marks`]).
+    /// "Cannot take this corpus", policy risk, caveats by role ([`super::marking`]).
     pub marks: super::marks::Marks,
 }
 

@@ -51,7 +51,7 @@ pub fn read_month(
     let mut over = false;
     let egress = match route {
         Route::SameRegion => {
-            // Its caveat is the compute site's (see `super::marks`).
+            // Its caveat is the compute site's (see `super::marking`).
             let t = &store.provider.file.transfer;
             Usd(gb_month * t.same_region_per_gb.0)
         }
@@ -166,8 +166,8 @@ pub fn stay(src: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
         restore: None,
         marks: Default::default(),
     };
-    super::extras::archive_reads(src, corpus, a, true, &mut c);
-    super::marks::mark(&mut c, src, src, false, a);
+    super::extra_costs::archive_reads(src, corpus, a, true, &mut c);
+    super::marking::mark(&mut c, src, src, false, a);
     c
 }
 

@@ -66,13 +66,13 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         CopyPath::Streamed
     };
     let counts = count_requests(src, dst, corpus, a, path);
-    if let Some(why) = super::marks::cannot_take(dst, &counts) {
+    if let Some(why) = super::marking::cannot_take(dst, &counts) {
         warnings.push(format!(
             "{}: {why}: objects like that cannot be copied, whichever way exec sends them",
             dst.provider_id()
         ));
     }
-    warnings.extend(super::marks::streamed_note(dst, &counts, from_url));
+    warnings.extend(super::marking::streamed_note(dst, &counts, from_url));
 
     let time = time_of(src, dst, corpus, &counts, a, path, &mut warnings);
     let months_moving = months_of(time.seconds);
@@ -143,9 +143,9 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         restore: a.restore.clone(),
         marks: Default::default(),
     };
-    super::extras::price_move(src, corpus, a, &mut c);
-    super::extras::archive_reads(dst, corpus, a, false, &mut c);
-    super::marks::mark(&mut c, src, dst, over_move, a);
+    super::extra_costs::price_move(src, corpus, a, &mut c);
+    super::extra_costs::archive_reads(dst, corpus, a, false, &mut c);
+    super::marking::mark(&mut c, src, dst, over_move, a);
     c
 }
 

@@ -248,7 +248,7 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
         out.push('\n');
         out.push_str(&move_table(a, ranked));
     }
-    let notes = super::marks::footnotes(ranked);
+    let notes = super::marking::footnotes(ranked);
     if !notes.is_empty() {
         out.push('\n');
         out.push_str(&notes.join("\n"));

@@ -654,7 +654,7 @@ pub fn html(
 
     h.push_str(&assumptions_list(src, a, ranked));
 
-    h.push_str(&super::marks::report_section(ranked));
+    h.push_str(&super::marking::report_section(ranked, esc));
 
     h.push_str(&warnings_list(ranked));
 
