@@ -144,7 +144,7 @@ pub fn mark(
     }
     if !risks.is_empty() {
         m.policy_risk = Some(format!(
-            "policy risk: {}; nothing more is billed, but the provider may limit or suspend the account, so the price is not a price",
+            "policy risk: {}; nothing more is billed, but the provider may limit or suspend the account: the price holds only as long as it tolerates that",
             risks.join("; ")
         ));
     }
