@@ -401,7 +401,17 @@ fn check_regions<'f>(
         if let Some(e) = &r.egress {
             check_egress(&format!("{at}.egress"), e)?;
         }
-        let overrides = !r.storage_per_gb_month.is_empty() || r.inter_region_per_gb.is_some();
+        for k in r.inter_region_to.keys() {
+            if !regions.iter().any(|o| o.id == *k) || *k == r.id {
+                return err(
+                    &format!("{at}.inter_region_to.{k}"),
+                    format!("{k:?} is not another region of this provider"),
+                );
+            }
+        }
+        let overrides = !r.storage_per_gb_month.is_empty()
+            || r.inter_region_per_gb.is_some()
+            || !r.inter_region_to.is_empty();
         if overrides && (r.source.is_none() || r.as_of.is_none()) {
             return err(
                 &at,

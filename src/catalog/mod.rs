@@ -103,6 +103,22 @@ impl<'c> Place<'c> {
             .0
     }
 
+    /// Between this region and `to` (another region of the provider): the pair's own price
+    /// (`inter_region_to`, looked up from either side), else this region's.
+    pub fn inter_region_to(&self, to: &str) -> Decimal {
+        let back = self
+            .provider
+            .file
+            .regions
+            .iter()
+            .find(|r| r.id == to)
+            .and_then(|r| r.inter_region_to.get(&self.region.id));
+        match self.region.inter_region_to.get(to).or(back) {
+            Some(p) => p.0,
+            None => self.inter_region_per_gb(),
+        }
+    }
+
     /// Storage tiers of the class in this region (a region override is one flat tier).
     pub fn storage_tiers(&self) -> Vec<(Option<Decimal>, Decimal)> {
         if let Some(p) = self.region.storage_per_gb_month.get(&self.class.id) {

@@ -24,6 +24,43 @@ pub const DEFAULT_PART_SIZE: u64 = 64 * MIB;
 /// the executor and the planner read it here.
 pub const MAX_FROM_URL_BLOCK: u64 = 100 * MIB;
 
+/// The largest block a copy from a URL can fetch at a store with `limits`: its part limit, at
+/// most [`MAX_FROM_URL_BLOCK`].
+pub fn from_url_max_block(limits: &Limits) -> u64 {
+    limits.max_part_bytes.min(MAX_FROM_URL_BLOCK)
+}
+
+/// Whether an object of `size` bytes can be fetched from a URL in blocks of `block` bytes: the
+/// block within the store's part limits and [`MAX_FROM_URL_BLOCK`], and no more blocks than the
+/// store's part count. The executor (`transfer::from_url`) and the planner both decide with it.
+pub fn from_url_fits(size: u64, block: u64, limits: &Limits) -> bool {
+    block >= limits.min_part_bytes.max(1)
+        && block <= from_url_max_block(limits)
+        && size.div_ceil(block) <= u64::from(limits.max_parts)
+}
+
+/// How the executor moves an object of `size` bytes into a store with `limits` when it may
+/// fetch it from the source's URL and the source states a digest for it: in blocks of the
+/// streamed copy's part size (capped at one block's limit) — `Some(block)` — or, when that
+/// does not fit ([`from_url_fits`]), streamed through the workers (`None`). `Err`: the store
+/// cannot take the object at all, whichever way it is sent.
+pub fn from_url_block(
+    size: u64,
+    limits: &Limits,
+    rule: PartRule,
+) -> Result<Option<u64>, PartError> {
+    let part = match part_plan(size, limits, rule)? {
+        Upload::Single => size,
+        Upload::Multipart { part_size, .. } => part_size,
+    };
+    if size == 0 {
+        // An empty object has no block to fetch: the executor streams it.
+        return Ok(None);
+    }
+    let block = part.min(from_url_max_block(limits));
+    Ok(from_url_fits(size, block, limits).then_some(block))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartRule {
     pub threshold: u64,

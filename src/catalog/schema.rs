@@ -248,6 +248,10 @@ pub struct Region {
     pub egress: Option<Egress>,
     #[serde(default)]
     pub inter_region_per_gb: Option<Dec>,
+    /// Replaces `inter_region_per_gb` towards the named regions of this provider:
+    /// `{ us-east-2 = "0.01" }` (a region pair priced below the provider's default).
+    #[serde(default)]
+    pub inter_region_to: BTreeMap<String, Dec>,
     /// Replaces a class's storage price in this region: `{ standard = "0.023" }` (one flat tier).
     #[serde(default)]
     pub storage_per_gb_month: BTreeMap<String, Dec>,

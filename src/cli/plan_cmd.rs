@@ -149,6 +149,8 @@ pub struct PlanArgs {
     /// Assume the source's "leaving the cloud" egress waiver is granted (its conditions are printed).
     #[arg(long)]
     pub exit_waiver: bool,
+    #[command(flatten)]
+    pub extras: moverctl::job::plan_extras::ExtrasArgs,
     /// Preferred multipart part size (raised to fit the destination's limits).
     #[arg(long, default_value = "64MiB")]
     pub part_size: String,
@@ -248,6 +250,7 @@ fn example_args(mut args: PlanArgs) -> Result<PlanArgs, CliError> {
     ex.ranged_reads = args.ranged_reads;
     ex.no_server_side = args.no_server_side;
     ex.report = args.report.take();
+    ex.extras = std::mem::take(&mut args.extras);
     Ok(ex)
 }
 
@@ -396,6 +399,7 @@ fn assumptions_of(catalog: &Catalog, args: &PlanArgs) -> Result<Assumptions, Cli
         ranged_reads: args.ranged_reads,
         gpu_hourly,
         exit_waiver: args.exit_waiver,
+        extras: args.extras.flags()?,
         part_rule: PartRule {
             threshold: size("--multipart-threshold", &args.multipart_threshold)?,
             preferred_part: part,

@@ -22,6 +22,7 @@ pub mod drain;
 mod error;
 pub mod inspect;
 pub mod plan;
+pub mod plan_extras;
 pub mod plan_tiering;
 pub mod preflight;
 pub mod pricing;

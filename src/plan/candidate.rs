@@ -42,6 +42,8 @@ pub struct Assumptions {
     /// Whether the two locations are one S3 service (one endpoint), when both are known (`--src`
     /// and `--dst`); `None`: judged from the catalog places.
     pub same_service: Option<bool>,
+    /// `--delete-source`, `--worker-hourly`, `--accept-policy-risk` (see [`super::extra_costs`]).
+    pub extras: super::extras::ExtraFlags,
 }
 
 /// Bounds a probe measured. Each is optional: a bound that was not measured does not bind.
@@ -120,6 +122,7 @@ impl Default for Assumptions {
             measured: None,
             server_side: true,
             same_service: None,
+            extras: Default::default(),
         }
     }
 }
@@ -143,6 +146,9 @@ pub struct Cost {
     pub read_retrieval: Usd,
     /// The three read items of one month.
     pub reads_per_month: Usd,
+    /// Source storage during the move, source early deletion, the restored copy, worker compute,
+    /// GPU idle waiting for the restores of archive reads ([`super::extras::Extras`]).
+    pub extras: super::extras::Extras,
 }
 
 impl Cost {
@@ -157,6 +163,7 @@ impl Cost {
             + self.read_egress
             + self.read_requests
             + self.read_retrieval
+            + self.extras.total()
     }
 
     /// What is paid once, before the horizon's months: the move and the GPUs idling through it.
@@ -166,16 +173,17 @@ impl Cost {
             + self.destination_requests
             + self.retrieval
             + self.gpu_idle
+            + self.extras.one_time()
     }
 
     /// What every month of the horizon costs: storage and reads.
     pub fn monthly(&self) -> Usd {
-        self.storage_per_month + self.reads_per_month
+        self.storage_per_month + self.reads_per_month + self.extras.monthly()
     }
 
     /// Named items, in report order (storage per month and exit egress are beside the total).
-    pub fn items(&self) -> [(&'static str, Usd); 14] {
-        [
+    pub fn items(&self) -> Vec<(&'static str, Usd)> {
+        let mut items = vec![
             ("egress", self.egress),
             ("source_requests", self.source_requests),
             ("destination_requests", self.destination_requests),
@@ -189,8 +197,10 @@ impl Cost {
             ("read_requests", self.read_requests),
             ("read_retrieval", self.read_retrieval),
             ("reads_per_month", self.reads_per_month),
-            ("total", self.total()),
-        ]
+        ];
+        items.extend(self.extras.items());
+        items.push(("total", self.total()));
+        items
     }
 }
 
@@ -276,6 +286,13 @@ pub struct Counts {
     pub billed_bytes: u64,
     /// Largest part size chosen for any object (0 when nothing is multipart).
     pub max_part_size: u64,
+    /// The largest object the destination cannot take (0: none).
+    pub largest_unplaceable: u64,
+    /// Objects (and their bytes) streamed through the workers although the move is copied on
+    /// the server or fetched from the source's URL: they do not fit that path's limits.
+    pub streamed_objects: u64,
+    pub streamed_bytes: u64,
+    pub largest_streamed: u64,
 }
 
 /// A candidate is a move to a destination, or staying where the data is.
@@ -316,14 +333,17 @@ pub struct Candidate {
     pub from_url: bool,
     /// The restore tier priced, and why (archive sources with `--restore-tier`).
     pub restore: Option<super::restore::Restore>,
+    /// "Cannot take this corpus", policy risk, caveats by role ([`super::marking`]).
+    pub marks: super::marks::Marks,
 }
 
-/// Rank candidates: cheapest total first, then fastest, then by name.
+/// Rank candidates: priced candidates first, then those with a policy risk not accepted, then
+/// those that cannot take the corpus ([`super::marks::Marks::group`]); within each, cheapest
+/// total first, then fastest, then by name.
 pub fn rank(mut cands: Vec<Candidate>) -> Vec<Candidate> {
     cands.sort_by(|x, y| {
-        x.cost
-            .total()
-            .cmp(&y.cost.total())
+        (x.marks.group().cmp(&y.marks.group()))
+            .then(x.cost.total().cmp(&y.cost.total()))
             .then(x.time.seconds.cmp(&y.time.seconds))
             .then(x.destination.cmp(&y.destination))
     });

@@ -51,13 +51,15 @@ pub fn read_month(
     let mut over = false;
     let egress = match route {
         Route::SameRegion => {
+            // Its caveat is the compute site's (see `super::marking`).
             let t = &store.provider.file.transfer;
-            if let Some(c) = &t.same_region_caveat {
-                warnings.push(format!("{}: {c}", store.provider_id()));
-            }
             Usd(gb_month * t.same_region_per_gb.0)
         }
-        Route::InterRegion => Usd(gb_month * store.inter_region_per_gb()),
+        Route::InterRegion => Usd(gb_month
+            * r.compute
+                .region
+                .as_deref()
+                .map_or(store.inter_region_per_gb(), |to| store.inter_region_to(to))),
         Route::Internet => {
             let e = store.egress();
             let (cost, o) = internet_egress(e, gb_month, stored_gb, 1);
@@ -89,12 +91,6 @@ pub fn read_month(
             cost
         }
     };
-    if !r.compute.in_catalog {
-        warnings.push(format!(
-            "compute location {:?} is not in the catalog: reads from every store are priced as internet egress",
-            r.compute.given
-        ));
-    }
     let class = store.class;
     let gets = Decimal::from(corpus.total_objects()) * r.per_month;
     let requests = request_cost_month(&class.get, gets);
@@ -144,7 +140,7 @@ pub fn stay(src: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
         apply_reads(&mut cost, &p, a.months);
         p
     });
-    Candidate {
+    let mut c = Candidate {
         kind: Kind::Stay,
         destination: "stay".to_string(),
         resolved: src.canonical(),
@@ -168,7 +164,11 @@ pub fn stay(src: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
         server_side: false,
         from_url: false,
         restore: None,
-    }
+        marks: Default::default(),
+    };
+    super::extra_costs::archive_reads(src, corpus, a, true, &mut c);
+    super::marking::mark(&mut c, src, src, false, a);
+    c
 }
 
 /// Cumulative cost at the end of month 0 (the move) through `months`: `one_time + m x monthly`,

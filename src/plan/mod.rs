@@ -1,8 +1,12 @@
 pub mod candidate;
 pub mod corpus;
+pub mod extra_costs;
+pub mod extras;
 pub mod file;
 pub mod hops;
 pub mod horizon;
+pub mod marking;
+pub mod marks;
 pub mod model;
 pub mod price;
 pub mod render;

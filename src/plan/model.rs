@@ -66,15 +66,13 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         CopyPath::Streamed
     };
     let counts = count_requests(src, dst, corpus, a, path);
-    if counts.unplaceable_objects > 0 {
+    if let Some(why) = super::marking::cannot_take(dst, &counts) {
         warnings.push(format!(
-            "{}: {} objects are larger than its {} object limit (or need more than {} parts) and cannot be copied",
-            dst.provider_id(),
-            fmt_count(counts.unplaceable_objects),
-            crate::units::fmt_bytes(dst.limits().max_object_bytes),
-            dst.limits().max_parts
+            "{}: {why}: objects like that cannot be copied, whichever way exec sends them",
+            dst.provider_id()
         ));
     }
+    warnings.extend(super::marking::streamed_note(dst, &counts, from_url));
 
     let time = time_of(src, dst, corpus, &counts, a, path, &mut warnings);
     let months_moving = months_of(time.seconds);
@@ -109,6 +107,7 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         ));
     }
 
+    let over_move = move_egress(src, dst, total_bytes, total_bytes, months_moving).1;
     let mut cost = Cost {
         egress,
         egress_before_waiver,
@@ -128,7 +127,7 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         p
     });
 
-    Candidate {
+    let mut c = Candidate {
         kind: Kind::Move,
         destination: dst.given.clone(),
         resolved: dst.canonical(),
@@ -142,7 +141,12 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         server_side,
         from_url,
         restore: a.restore.clone(),
-    }
+        marks: Default::default(),
+    };
+    super::extra_costs::price_move(src, corpus, a, &mut c);
+    super::extra_costs::archive_reads(dst, corpus, a, false, &mut c);
+    super::marking::mark(&mut c, src, dst, over_move, a);
+    c
 }
 
 /// The move's time: the binding bound of its path (requests alone for a copy on the server) and
@@ -302,10 +306,22 @@ fn retrieval_of(src: &Place, corpus: &Corpus, a: &Assumptions, warnings: &mut Ve
         }
     }
     if archive_objects > 0 {
+        let how = match &a.restore {
+            Some(r) => format!("at the {} tier (--restore-tier)", r.chosen.tier),
+            None => format!(
+                "at {} ({} h{}; choose with --restore-tier bulk, standard, expedited or auto)",
+                super::restore::default_tier(src),
+                restore_hours,
+                if src.class.restore_hours.is_none() {
+                    ", assumed: no source gives it"
+                } else {
+                    ""
+                }
+            ),
+        };
         warnings.push(format!(
-            "{} objects are in archive classes at the source and must be restored first (about {} h); the restore is priced under retrieval",
+            "{} objects are in archive classes at the source and must be restored first, {how}; the restore is priced under retrieval",
             fmt_count(archive_objects),
-            restore_hours
         ));
     }
 

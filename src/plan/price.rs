@@ -90,7 +90,7 @@ pub fn move_egress(src: &Place, dst: &Place, bytes: u64, stored: u64, months: u3
         let rate = if src.region.id == dst.region.id {
             src.provider.file.transfer.same_region_per_gb.0
         } else {
-            src.inter_region_per_gb()
+            src.inter_region_to(&dst.region.id)
         };
         return (Usd(src_gb * rate), false);
     }

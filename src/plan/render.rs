@@ -25,7 +25,9 @@
 //! service's copies — `copy_request_seconds`, `copy_seconds_per_gib`, `copies_per_second`,
 //! `copy_bytes_per_second`, `part_copy_bytes_per_second` — or null). `restore` (null unless `--restore-tier` applies to
 //! archive objects): `tier`, `auto`, `why`, `chosen` and `options` (`tier`, `fees`, `hours`,
-//! `hours_assumed`, `gpu_idle`, `total`).
+//! `hours_assumed`, `gpu_idle`, `total`). Marks and extras: `cannot_take`, `policy_risk`
+//! (`reason`, `accepted`), `caveats` (`role`, `provider`, `text`), `upload.streamed_objects` /
+//! `streamed_bytes`, and the `cost` items of [`super::extras`] (see docs/json.md).
 
 use super::corpus::Corpus;
 use super::horizon;
@@ -82,6 +84,7 @@ fn candidate_json(i: usize, c: &Candidate, months: u32) -> Value {
             "options": r.options.iter().map(opt).collect::<Vec<_>>(),
         })
     });
+    let (cannot_take, policy_risk, caveats) = c.marks.json();
     let cumulative: Vec<Value> = horizon::cumulative(c, months)
         .into_iter()
         .map(|u| u.to_json())
@@ -92,6 +95,9 @@ fn candidate_json(i: usize, c: &Candidate, months: u32) -> Value {
         "break_even_month": c.break_even_month,
         "server_side": c.server_side,
         "from_url": c.from_url,
+        "cannot_take": cannot_take,
+        "policy_risk": policy_risk,
+        "caveats": caveats,
         "horizon": {
             "one_time": c.cost.one_time().to_json(),
             "monthly": c.cost.monthly().to_json(),
@@ -131,6 +137,8 @@ fn candidate_json(i: usize, c: &Candidate, months: u32) -> Value {
             "parts": c.counts.parts,
             "max_part_size": c.counts.max_part_size,
             "unplaceable_objects": c.counts.unplaceable_objects,
+            "streamed_objects": c.counts.streamed_objects,
+            "streamed_bytes": c.counts.streamed_bytes,
         },
         "warnings": c.warnings,
     })
@@ -163,6 +171,9 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             "ranged_reads": a.ranged_reads,
             "gpu_hourly": a.gpu_hourly.to_json(),
             "exit_waiver": a.exit_waiver,
+            "delete_source": a.extras.delete_source,
+            "worker_hourly": a.extras.worker_hourly.to_json(),
+            "accept_policy_risk": a.extras.accept_policy_risk,
             "multipart_threshold": a.part_rule.threshold,
             "part_size": a.part_rule.preferred_part,
             "compute_at": a.reads.as_ref().map(|r| r.compute.canonical()),
@@ -250,6 +261,12 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
         out.push('\n');
         out.push_str(&move_table(a, ranked));
     }
+    let notes = super::marking::footnotes(ranked);
+    if !notes.is_empty() {
+        out.push('\n');
+        out.push_str(&notes.join("\n"));
+        out.push('\n');
+    }
     let mut seen = std::collections::BTreeSet::new();
     let mut lines = Vec::new();
     for c in ranked {
@@ -299,11 +316,12 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
             .reads
             .as_ref()
             .map(|p| format!("reads: {}", p.route.as_str()));
+        let mark = c.marks.marker();
         let name = match (c.kind, path) {
-            (Kind::Stay, Some(p)) => format!("stay\n({})\n{p}", c.resolved),
-            (Kind::Stay, None) => format!("stay\n({})", c.resolved),
-            (Kind::Move, Some(p)) => format!("{}\n{p}", c.destination),
-            (Kind::Move, None) => c.destination.clone(),
+            (Kind::Stay, Some(p)) => format!("stay{mark}\n({})\n{p}", c.resolved),
+            (Kind::Stay, None) => format!("stay{mark}\n({})", c.resolved),
+            (Kind::Move, Some(p)) => format!("{}{mark}\n{p}", c.destination),
+            (Kind::Move, None) => format!("{}{mark}", c.destination),
         };
         table.add_row(vec![
             (i + 1).to_string(),
@@ -498,7 +516,7 @@ fn layout(ranked: &[Candidate], months: u32, cols: &[Col]) -> String {
         let k = &c.cost;
         table.add_row(cols.iter().map(|col| match col {
             Col::Rank => (i + 1).to_string(),
-            Col::Destination => c.destination.clone(),
+            Col::Destination => format!("{}{}", c.destination, c.marks.marker()),
             Col::Egress => k.egress.to_string(),
             Col::Requests => (k.source_requests + k.destination_requests).to_string(),
             Col::Retrieval => k.retrieval.to_string(),

@@ -56,11 +56,17 @@ const ITEMS: &[Item] = &[
     ),
     ("early deletion", "early_deletion", |k| k.early_deletion),
     ("GPU idle", "gpu_idle", |k| k.gpu_idle),
+    (
+        "source storage, workers, restores",
+        "source_storage source_early_deletion restored_copy worker_compute restore_idle",
+        |k| k.extras.total(),
+    ),
 ];
 
 /// Okabe–Ito colours, one per item, each with its own pattern.
 const COLOURS: &[&str] = &[
     "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999",
+    "#FFFFFF",
 ];
 
 fn pattern_defs() -> String {
@@ -75,6 +81,7 @@ fn pattern_defs() -> String {
         r#"<path d="M4,0 L4,8" stroke="black" stroke-width="1.2"/>"#,
         r#"<path d="M0,0 L8,8" stroke="black" stroke-width="1.2"/>"#,
         r##"<rect width="4" height="4" fill="black" fill-opacity="0.45"/><rect x="4" y="4" width="4" height="4" fill="black" fill-opacity="0.45"/>"##,
+        r#"<path d="M0,2 L8,2 M0,6 L8,6 M2,0 L2,8 M6,0 L6,8" stroke="black" stroke-width="0.8"/>"#,
     ];
     let mut s = String::from("<defs>");
     for (i, m) in marks.iter().enumerate() {
@@ -89,9 +96,10 @@ fn pattern_defs() -> String {
 }
 
 fn name(c: &Candidate) -> String {
+    let mark = c.marks.marker();
     match c.kind {
-        Kind::Stay => format!("stay ({})", c.resolved),
-        Kind::Move => c.destination.clone(),
+        Kind::Stay => format!("stay ({}){mark}", c.resolved),
+        Kind::Move => format!("{}{mark}", c.destination),
     }
 }
 
@@ -312,7 +320,7 @@ fn lines_svg(ranked: &[Candidate], months: u32) -> String {
         let colour = if stay {
             "#000"
         } else {
-            COLOURS[(i + 4) % COLOURS.len()]
+            COLOURS[(i + 4) % 8] // the eight Okabe–Ito colours, never the white
         };
         let dash = if stay { "" } else { DASHES[i % DASHES.len()] };
         let width = if stay { 3.5 } else { 2.0 };
@@ -645,6 +653,8 @@ pub fn html(
     h.push_str(&time_table(ranked));
 
     h.push_str(&assumptions_list(src, a, ranked));
+
+    h.push_str(&super::marking::report_section(ranked, esc));
 
     h.push_str(&warnings_list(ranked));
 

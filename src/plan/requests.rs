@@ -6,7 +6,7 @@
 use super::candidate::{Assumptions, Counts};
 use super::corpus::Corpus;
 use crate::catalog::Place;
-use crate::catalog::parts::{Upload, part_plan};
+use crate::catalog::parts::{Upload, from_url_block, part_plan};
 
 /// The API a provider's stores speak, as far as the executor's requests differ by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,26 +107,33 @@ pub(super) fn count_requests(
             if path == CopyPath::FromUrl {
                 // One Put Block From URL per block (the service GETs its range at the source),
                 // blocks of the streamed copy's part size up to the call's limit, and a block
-                // list per object.
-                let mut limits = dst.limits().clone();
-                limits.max_part_bytes = limits.max_part_bytes.min(FROM_URL_MAX_BLOCK);
-                let block = match part_plan(size, &limits, a.part_rule) {
-                    Ok(Upload::Single) => size.clamp(1, FROM_URL_MAX_BLOCK),
-                    Ok(Upload::Multipart { part_size, .. }) => part_size,
-                    Err(_) => {
-                        c.unplaceable_objects += n;
+                // list per object; an object that does not fit in blocks of that limit streams
+                // through the workers, as `exec` decides ([`from_url_block`]).
+                match from_url_block(size, dst.limits(), a.part_rule) {
+                    Ok(Some(block)) => {
+                        let blocks = size.div_ceil(block).max(1);
+                        if blocks > 1 {
+                            c.multipart_objects += n;
+                            c.parts += n * blocks;
+                            c.max_part_size = c.max_part_size.max(block);
+                        }
+                        c.source_get += n * blocks;
+                        c.destination_put += n * (blocks + 1);
                         continue;
                     }
-                };
-                let blocks = size.div_ceil(block).max(1);
-                if blocks > 1 {
-                    c.multipart_objects += n;
-                    c.parts += n * blocks;
-                    c.max_part_size = c.max_part_size.max(block);
+                    Ok(None) => {
+                        c.streamed_objects += n;
+                        c.streamed_bytes = c.streamed_bytes.saturating_add(n.saturating_mul(size));
+                        if size > 0 && size > c.largest_streamed {
+                            c.largest_streamed = size;
+                        }
+                    }
+                    Err(_) => {
+                        c.unplaceable_objects += n;
+                        c.largest_unplaceable = c.largest_unplaceable.max(size);
+                        continue;
+                    }
                 }
-                c.source_get += n * blocks;
-                c.destination_put += n * (blocks + 1);
-                continue;
             }
             match part_plan(size, dst.limits(), a.part_rule) {
                 Ok(Upload::Single) => {
@@ -143,13 +150,19 @@ pub(super) fn count_requests(
                     c.multipart_objects += n;
                     c.parts += n * parts;
                     c.source_get += if a.ranged_reads { n * parts } else { n };
-                    c.destination_put += n * (parts + 2);
+                    // Create, the parts, complete; Azure has no create (Put Block, then one Put
+                    // Block List).
+                    let framing = if api_of(dst) == Api::Azure { 1 } else { 2 };
+                    c.destination_put += n * (parts + framing);
                     if head_after_multipart {
                         c.destination_head += n;
                     }
                     c.max_part_size = c.max_part_size.max(part_size);
                 }
-                Err(_) => c.unplaceable_objects += n,
+                Err(_) => {
+                    c.unplaceable_objects += n;
+                    c.largest_unplaceable = c.largest_unplaceable.max(size);
+                }
             }
         }
     }

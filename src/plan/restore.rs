@@ -212,3 +212,16 @@ pub fn choose(
         }
     }
 }
+
+/// The tier a class's own retrieval prices are (the restore priced without `--restore-tier`):
+/// "the standard tier" where a listed tier has the class's per-GB fee, else "the class's
+/// default restore".
+pub fn default_tier(src: &Place) -> String {
+    let c = src.class;
+    c.restore_tiers
+        .iter()
+        .find(|t| t.retrieval_per_gb.0 == c.retrieval_per_gb.0)
+        .map_or("the class's default restore".to_string(), |t| {
+            format!("the {} tier", t.id)
+        })
+}

@@ -30,7 +30,15 @@ pub(super) fn transfer_time(
         a.bandwidth
     };
     let effective_bandwidth = a.bandwidth.min(nics).min(a.stream_throughput * slots);
-    let bandwidth_seconds = bytes / effective_bandwidth;
+    let mut bandwidth_seconds = bytes / effective_bandwidth;
+    if !through_host && c.streamed_bytes > 0 {
+        // Objects the path cannot take stream through the workers (`Counts::streamed_bytes`).
+        let host = a
+            .bandwidth
+            .min(a.worker_nic * workers)
+            .min(a.stream_throughput * slots);
+        bandwidth_seconds = bandwidth_seconds.max(Decimal::from(c.streamed_bytes) / host);
+    }
 
     // Each object holds a slot for its requests' latencies: GET, PUT (or create, parts, complete —
     // parts run in parallel), HEAD.

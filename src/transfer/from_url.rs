@@ -124,12 +124,10 @@ fn mode_for(
     if size == 0 {
         return None;
     }
-    let max_block = limits.max_part_bytes.min(MAX_BLOCK);
-    let fits = |p: u64| {
-        p >= limits.min_part_bytes.max(1)
-            && p <= max_block
-            && size.div_ceil(p) <= u64::from(limits.max_parts)
-    };
+    // The planner decides with the same two functions (`plan::requests`), so plan and exec agree
+    // on which objects are fetched from the URL and which stream.
+    let max_block = crate::catalog::parts::from_url_max_block(limits);
+    let fits = |p: u64| crate::catalog::parts::from_url_fits(size, p, limits);
     if let Some((p, etag)) = &claims.parts_etag
         && fits(*p)
     {

@@ -57,7 +57,12 @@ fn json_follows_the_documented_schema() {
             + f("retrieval")
             + f("storage_horizon")
             + f("early_deletion")
-            + f("gpu_idle");
+            + f("gpu_idle")
+            + f("source_storage")
+            + f("source_early_deletion")
+            + f("restored_copy")
+            + f("worker_compute")
+            + f("restore_idle");
         assert!(
             (sum - f("total")).abs() < 0.01,
             "total is the sum of its items"

@@ -30,6 +30,7 @@ mod plan_golden;
 mod plan_hops;
 mod plan_horizon;
 mod plan_inputs;
+mod plan_limits;
 mod plan_report;
 mod plan_restore;
 mod plan_src;
