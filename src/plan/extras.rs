@@ -52,6 +52,18 @@ impl Extras {
         }
     }
 
+    /// Two sets added, item by item (the legs of a multi-hop plan).
+    pub fn add(&self, o: &Extras) -> Extras {
+        Extras {
+            source_storage: self.source_storage + o.source_storage,
+            source_early_deletion: self.source_early_deletion + o.source_early_deletion,
+            restored_copy: self.restored_copy + o.restored_copy,
+            worker_compute: self.worker_compute + o.worker_compute,
+            restore_idle_per_month: self.restore_idle_per_month + o.restore_idle_per_month,
+            restore_idle: self.restore_idle + o.restore_idle,
+        }
+    }
+
     pub fn items(&self) -> [(&'static str, Usd); 6] {
         [
             ("source_storage", self.source_storage),

@@ -50,6 +50,11 @@ pub fn later_leg(first: &Assumptions) -> Assumptions {
         restore: None,
         measured: None,
         same_service: None,
+        // The source of a later leg is the copy the first leg made: it stays.
+        extras: super::extras::ExtraFlags {
+            delete_source: false,
+            ..first.extras.clone()
+        },
         ..first.clone()
     }
 }
@@ -80,6 +85,7 @@ pub fn add(a: &Cost, b: &Cost) -> Cost {
         read_requests: a.read_requests + b.read_requests,
         read_retrieval: a.read_retrieval + b.read_retrieval,
         reads_per_month: a.reads_per_month + b.reads_per_month,
+        extras: a.extras.add(&b.extras),
     }
 }
 

@@ -178,30 +178,35 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             "part_size": a.part_rule.preferred_part,
             "compute_at": a.reads.as_ref().map(|r| r.compute.canonical()),
             "reads_per_month": a.reads.as_ref().map(|r| dec(r.per_month)),
-            "measured": a.measured.as_ref().map(|m| json!({
-                "source_get_per_second": m.source_get_per_second.map(dec),
-                "destination_put_per_second": m.destination_put_per_second.map(dec),
-                "source_get_peak_per_second": m.source_get_peak_per_second.map(dec),
-                "destination_put_peak_per_second": m.destination_put_peak_per_second.map(dec),
-                "source_get_one_seconds": m.source_get_one_seconds.map(dec),
-                "destination_put_one_seconds": m.destination_put_one_seconds.map(dec),
-                "source_get_bytes_per_second": m.source_get_bytes_per_second.map(dec),
-                "destination_put_bytes_per_second": m.destination_put_bytes_per_second.map(dec),
-                "cpu_seconds_per_gib": m.cpu_seconds_per_gib.map(dec),
-                "hash_cpu_seconds_per_gib": m.hash_cpu_seconds_per_gib.map(dec),
-                "cores": m.cores,
-                "shared_host": m.shared_host,
-                "server_copy": m.server_copy.as_ref().map(|r| json!({
-                    "copy_request_seconds": dec(r.copy_request_seconds),
-                    "copy_seconds_per_gib": dec(r.copy_seconds_per_gib),
-                    "copies_per_second": r.copies_per_second.map(dec),
-                    "copy_bytes_per_second": r.copy_bytes_per_second.map(dec),
-                    "part_copy_bytes_per_second": r.part_copy_bytes_per_second.map(dec),
-                    "start_seconds": r.start_seconds.map(dec),
-                })),
-            })),
+            "measured": a.measured.as_ref().map(measured_json),
         },
         "candidates": candidates,
+    })
+}
+
+/// The probe figures a plan applied (`assumptions.measured`).
+fn measured_json(m: &super::candidate::Measured) -> serde_json::Value {
+    json!({
+        "source_get_per_second": m.source_get_per_second.map(dec),
+        "destination_put_per_second": m.destination_put_per_second.map(dec),
+        "source_get_peak_per_second": m.source_get_peak_per_second.map(dec),
+        "destination_put_peak_per_second": m.destination_put_peak_per_second.map(dec),
+        "source_get_one_seconds": m.source_get_one_seconds.map(dec),
+        "destination_put_one_seconds": m.destination_put_one_seconds.map(dec),
+        "source_get_bytes_per_second": m.source_get_bytes_per_second.map(dec),
+        "destination_put_bytes_per_second": m.destination_put_bytes_per_second.map(dec),
+        "cpu_seconds_per_gib": m.cpu_seconds_per_gib.map(dec),
+        "hash_cpu_seconds_per_gib": m.hash_cpu_seconds_per_gib.map(dec),
+        "cores": m.cores,
+        "shared_host": m.shared_host,
+        "server_copy": m.server_copy.as_ref().map(|r| json!({
+            "copy_request_seconds": dec(r.copy_request_seconds),
+            "copy_seconds_per_gib": dec(r.copy_seconds_per_gib),
+            "copies_per_second": r.copies_per_second.map(dec),
+            "copy_bytes_per_second": r.copy_bytes_per_second.map(dec),
+            "part_copy_bytes_per_second": r.part_copy_bytes_per_second.map(dec),
+            "start_seconds": r.start_seconds.map(dec),
+        })),
     })
 }
 
