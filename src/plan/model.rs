@@ -68,9 +68,14 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     let counts = count_requests(src, dst, corpus, a, path);
     if counts.unplaceable_objects > 0 {
         warnings.push(format!(
-            "{}: {} objects are larger than its {} object limit (or need more than {} parts) and cannot be copied",
+            "{}: {} {} larger than its {} object limit (or need more than {} parts) and cannot be copied",
             dst.provider_id(),
             fmt_count(counts.unplaceable_objects),
+            if counts.unplaceable_objects == 1 {
+                "object is"
+            } else {
+                "objects are"
+            },
             fmt_bytes(dst.limits().max_object_bytes),
             dst.limits().max_parts
         ));
