@@ -6,6 +6,7 @@
 
 pub mod copy;
 pub mod drain;
+pub mod plan;
 pub mod providers;
 pub mod stage;
 pub mod sync;

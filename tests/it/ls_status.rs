@@ -80,3 +80,63 @@ fn plan_and_report_words_agree_with_their_numbers() {
         assert_eq!(*t, step * i as u64, "{ticks:?}");
     }
 }
+
+/// `plan --save` without `--src/--dst` prints an `exec` command whose placeholders are marked;
+/// filled in, the command as printed runs the move. Fails on the main of 2026-12-08, which
+/// printed `moverctl exec plans/NAME.toml` (exit 2: the plan has no source location).
+#[test]
+fn plan_save_prints_an_exec_command_that_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    std::fs::write(src.join("a/one.bin"), b"the bytes of one object").unwrap();
+    let o = moverctl()
+        .current_dir(dir.path())
+        .args([
+            "plan",
+            "--from",
+            "aws:us-east-1",
+            "--to",
+            "backblaze-b2",
+            "--bytes",
+            "1GB",
+            "--objects",
+            "10",
+            "--no-probe",
+            "--save",
+            "hint",
+        ])
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let out = text(&o);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("Saved "))
+        .unwrap_or_else(|| panic!("no Saved line:\n{out}"));
+    let cmd = line
+        .split("run it with: ")
+        .nth(1)
+        .and_then(|c| c.split(" (replace").next())
+        .unwrap_or_else(|| panic!("no command in {line:?}"));
+    assert!(
+        cmd.contains("--src <SOURCE>") && cmd.contains("--dst <DESTINATION>"),
+        "{line}"
+    );
+    assert!(line.contains("replace <SOURCE> and <DESTINATION>"), "{line}");
+    let filled = cmd
+        .replace("<SOURCE>", src.to_str().unwrap())
+        .replace("<DESTINATION>", dst.to_str().unwrap());
+    let words: Vec<&str> = filled.split_whitespace().collect();
+    assert_eq!(words[0], "moverctl", "{filled}");
+    let run = moverctl()
+        .current_dir(dir.path())
+        .args(&words[1..])
+        .output()
+        .unwrap();
+    expect(&run, 0);
+    assert_eq!(
+        std::fs::read(dst.join("a/one.bin")).unwrap(),
+        b"the bytes of one object"
+    );
+}
