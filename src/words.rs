@@ -15,7 +15,14 @@ pub fn count_as(n: u64, one: &str, many: &str) -> String {
 /// The noun alone, agreeing with an amount that need not be whole (`1` is singular, `0.5` and
 /// `2.5` plural): "1 full read a month", "2.5 full reads a month".
 pub fn noun_dec(d: rust_decimal::Decimal, noun_: &str) -> String {
-    noun(if d == rust_decimal::Decimal::ONE { 1 } else { 2 }, noun_)
+    noun(
+        if d == rust_decimal::Decimal::ONE {
+            1
+        } else {
+            2
+        },
+        noun_,
+    )
 }
 
 /// `n`, the noun and "is" / "are": "1 object is", "2 objects are".
@@ -25,7 +32,11 @@ pub fn is_are(n: u64, noun_: &str) -> String {
 
 /// `n`, the noun and "was" / "were": "1 object was", "2 objects were".
 pub fn were(n: u64, noun_: &str) -> String {
-    format!("{} {}", count(n, noun_), if n == 1 { "was" } else { "were" })
+    format!(
+        "{} {}",
+        count(n, noun_),
+        if n == 1 { "was" } else { "were" }
+    )
 }
 
 /// The noun alone, agreeing with `n` (for sentences that print the number elsewhere).

@@ -583,7 +583,10 @@ fn saved_message(s: &Saved) -> String {
     let path = s.path.display();
     let (exec, fill) = moverctl::summary::plan::exec_command(&s.path, &s.plan);
     let Some(sh) = &s.plan.shards else {
-        return format!("Saved {path} ({}) — run it with: {exec}{fill}", s.destination);
+        return format!(
+            "Saved {path} ({}) — run it with: {exec}{fill}",
+            s.destination
+        );
     };
     let workers = s.plan.transfer.workers;
     format!(

@@ -218,7 +218,10 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             a.concurrency,
             a.latency_ms,
             if t.restore_seconds > Decimal::ZERO {
-                format!(", plus {} of archive restore", fmt_duration(t.restore_seconds))
+                format!(
+                    ", plus {} of archive restore",
+                    fmt_duration(t.restore_seconds)
+                )
             } else {
                 String::new()
             }

@@ -129,7 +129,10 @@ fn run_lines(r: &Report, plan: Option<&PlanFile>, out: &mut String) {
         // Bytes the destination service copied itself count too (they passed no socket here).
         fmt_bytes(((r.written_bytes + r.server_side_bytes) as f64 / secs) as u64),
         if r.retries > 0 {
-            format!("; {}", crate::words::count_as(r.retries, "retry", "retries"))
+            format!(
+                "; {}",
+                crate::words::count_as(r.retries, "retry", "retries")
+            )
         } else {
             String::new()
         },

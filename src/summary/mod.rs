@@ -9,4 +9,5 @@ pub mod drain;
 pub mod plan;
 pub mod providers;
 pub mod stage;
+pub mod status;
 pub mod sync;

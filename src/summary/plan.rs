@@ -30,7 +30,10 @@ pub fn exec_command(path: &Path, plan: &PlanFile) -> (String, String) {
             } else {
                 "location"
             },
-            match (plan.source.location.is_none(), plan.destination.location.is_none()) {
+            match (
+                plan.source.location.is_none(),
+                plan.destination.location.is_none()
+            ) {
                 (true, true) => "source or destination",
                 (true, false) => "source",
                 _ => "destination",

@@ -174,7 +174,11 @@ pub fn messages(o: &Outcome, ids: &SyncIds, notes: Vec<String>) -> (Vec<String>,
         info.push(format!(
             "{} changed at the destination since moverctl verified its copy (another writer): {}",
             crate::words::were(*n, "object"),
-            if r.dry_run { "they would be copied again" } else { "copied again" }
+            if r.dry_run {
+                "they would be copied again"
+            } else {
+                "copied again"
+            }
         ));
     }
     if r.no_source_digest > 0 {

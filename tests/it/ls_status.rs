@@ -123,7 +123,10 @@ fn plan_save_prints_an_exec_command_that_runs() {
         cmd.contains("--src <SOURCE>") && cmd.contains("--dst <DESTINATION>"),
         "{line}"
     );
-    assert!(line.contains("replace <SOURCE> and <DESTINATION>"), "{line}");
+    assert!(
+        line.contains("replace <SOURCE> and <DESTINATION>"),
+        "{line}"
+    );
     let filled = cmd
         .replace("<SOURCE>", src.to_str().unwrap())
         .replace("<DESTINATION>", dst.to_str().unwrap());
@@ -138,5 +141,142 @@ fn plan_save_prints_an_exec_command_that_runs() {
     assert_eq!(
         std::fs::read(dst.join("a/one.bin")).unwrap(),
         b"the bytes of one object"
+    );
+}
+
+/// `status --json --src --dst` of a pair, from `state`.
+fn status_json(
+    state: &std::path::Path,
+    conf: &std::path::Path,
+    src: &str,
+    dst: &str,
+) -> serde_json::Value {
+    let o = moverctl()
+        .env("MOVERCTL_STATE_DIR", state)
+        .arg("--config")
+        .arg(conf)
+        .args(["status", "--json", "--src", src, "--dst", dst])
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)))
+}
+
+/// A copy to Garage of a small object, then of a 48 MiB one in 8 MiB parts at 4 MiB/s: while it
+/// runs, `status` counts the parts uploaded (`uploading`) and gives an ETA (the first run's rate);
+/// once the run is killed, no ETA, the parts still counted, and `status` with no argument lists the run as stopped. Fails on
+/// the main of 2026-12-08 (`0 B` while parts were in flight, an ETA for a dead run, and `status`
+/// with no argument an error).
+#[test]
+fn status_counts_parts_in_flight_and_gives_no_eta_when_stopped() {
+    let Some(sv) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let conf = dir.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&sv)).unwrap();
+    // No journal yet: the recent runs are none, said so.
+    let o = moverctl()
+        .env("MOVERCTL_STATE_DIR", &state)
+        .arg("status")
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    assert!(text(&o).contains("no runs yet"), "{}", text(&o));
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("a-small"), b"small").unwrap();
+    let (s, d) = (
+        src.display().to_string(),
+        format!("garage:{}/{}", sv.bucket_a, unique("status-parts")),
+    );
+    // A first run verifies the small object: the pair has a recent rate from now on.
+    let o = moverctl()
+        .env("MOVERCTL_STATE_DIR", &state)
+        .arg("--config")
+        .arg(&conf)
+        .args(["copy", &s, &d])
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let big: Vec<u8> = (0..48u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(src.join("b-big"), &big).unwrap();
+    let mut child = moverctl()
+        .env("MOVERCTL_STATE_DIR", &state)
+        .arg("--config")
+        .arg(&conf)
+        .args([
+            "copy",
+            "--part-size",
+            "8MiB",
+            "--multipart-threshold",
+            "8MiB",
+            "--bwlimit",
+            "4M",
+            &s,
+            &d,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let running = loop {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        if let Ok(v) = std::panic::catch_unwind(|| status_json(&state, &conf, &s, &d))
+            && v["running"] == true
+            && v["uploading"]["bytes"].as_u64().unwrap_or(0) > 0
+        {
+            break v;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no parts in flight seen"
+        );
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let up = running["uploading"]["bytes"].as_u64().unwrap();
+    assert!(up >= 8 << 20 && up < 48 << 20, "{running}");
+    assert_eq!(running["uploading"]["objects"], 1, "{running}");
+    assert!(
+        running["eta_seconds"].is_u64(),
+        "a running run has an ETA: {running}"
+    );
+
+    let stopped = status_json(&state, &conf, &s, &d);
+    assert_eq!(stopped["running"], false, "{stopped}");
+    assert!(stopped["eta_seconds"].is_null(), "{stopped}");
+    assert!(
+        stopped["uploading"]["bytes"].as_u64().unwrap() >= up,
+        "{stopped}"
+    );
+    let o = moverctl()
+        .env("MOVERCTL_STATE_DIR", &state)
+        .arg("--config")
+        .arg(&conf)
+        .args(["status", "--src", &s, "--dst", &d])
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("not running (no ETA)") && !out.contains("ETA "),
+        "{out}"
+    );
+    assert!(out.contains("in parts of 1 multipart upload"), "{out}");
+
+    let o = moverctl()
+        .env("MOVERCTL_STATE_DIR", &state)
+        .args(["status"])
+        .output()
+        .unwrap();
+    expect(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("stopped")
+            && out.contains("1 object,")
+            && out.contains(&d)
+            && out.contains("uploading)"),
+        "{out}"
     );
 }
