@@ -7,6 +7,7 @@
 
 pub mod copy;
 pub mod drain;
+pub mod ls;
 pub mod providers;
 pub mod stage;
 pub mod status;

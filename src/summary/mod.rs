@@ -6,6 +6,7 @@
 
 pub mod copy;
 pub mod drain;
+pub mod ls;
 pub mod plan;
 pub mod providers;
 pub mod stage;
