@@ -191,7 +191,7 @@ pub fn recent_runs(limit: usize) -> Result<(Vec<RecentRun>, usize), JobError> {
             )));
         }
     };
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     let more = found.len().saturating_sub(limit);
     let runs = found
         .into_iter()

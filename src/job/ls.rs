@@ -66,27 +66,27 @@ pub fn buckets(
     super::preflight::reachable(&store)?;
     let hint = super::trust::credentials_hint(&[&store]);
     super::runtime()?.block_on(async {
-        crate::store::buckets::list(&store, remote, |b| each(b).map_err(Wrapped::Job))
-            .await
-            .map_err(|e| match e {
-                Wrapped::Job(j) => j,
-                Wrapped::Buckets(BucketsError::Denied { location, message }) => JobError::Refused {
-                    source: Box::new(JobError::Failure(format!(
-                        "{location}: listing its buckets was refused: {message}"
-                    ))),
-                    hint: hint.clone(),
-                },
-                Wrapped::Buckets(BucketsError::Open(o)) => JobError::Open(o),
-                Wrapped::Buckets(f @ BucketsError::Failed { .. }) => {
-                    JobError::Failure(f.to_string())
-                }
-            })
+        crate::store::buckets::list(&store, remote, |b| {
+            each(b).map_err(|e| Wrapped::Job(Box::new(e)))
+        })
+        .await
+        .map_err(|e| match e {
+            Wrapped::Job(j) => *j,
+            Wrapped::Buckets(BucketsError::Denied { location, message }) => JobError::Refused {
+                source: Box::new(JobError::Failure(format!(
+                    "{location}: listing its buckets was refused: {message}"
+                ))),
+                hint: hint.clone(),
+            },
+            Wrapped::Buckets(BucketsError::Open(o)) => JobError::Open(o),
+            Wrapped::Buckets(f @ BucketsError::Failed { .. }) => JobError::Failure(f.to_string()),
+        })
     })
 }
 
 /// The job's error or the bucket listing's, kept apart until the end.
 enum Wrapped {
-    Job(JobError),
+    Job(Box<JobError>),
     Buckets(BucketsError),
 }
 

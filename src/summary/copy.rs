@@ -197,13 +197,13 @@ fn problem_lines(r: &Report, out: &mut String) {
     if r.open_uploads > 0 {
         out.push_str(&format!(
             "{} left open for the next run to resume (expiring by the store's lifecycle rules if abandoned)\n",
-            is_are(r.open_uploads as u64, "multipart upload")
+            is_are(r.open_uploads, "multipart upload")
         ));
     }
     if r.aborted_uploads > 0 {
         out.push_str(&format!(
             "{} abandoned and aborted (a changed source, or a part or completion that failed its check)\n",
-            were(r.aborted_uploads as u64, "multipart upload")
+            were(r.aborted_uploads, "multipart upload")
         ));
     }
     if r.interrupted {
