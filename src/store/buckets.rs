@@ -241,7 +241,7 @@ async fn page(
                 let status = resp.status().as_u16();
                 store.observer.saw(status);
                 let body = resp.text().await.unwrap_or_default();
-                let detail: String = body.chars().take(300).collect();
+                let detail = error_detail(&body);
                 match status {
                     200..=299 => match parse(lister, &body) {
                         Ok(p) => return Ok(p),
@@ -271,6 +271,23 @@ async fn page(
             ));
         }
     }
+}
+
+/// What an error answer says, without echoing the request (an S3 signature error carries the
+/// canonical request): S3's and Azure's `Code: Message`, GCS's `error.message`.
+fn error_detail(body: &str) -> String {
+    let field = |n: &str| super::presign::xml_field(body, n);
+    let json = serde_json::from_str::<serde_json::Value>(body).ok();
+    let text = match (field("Code"), field("Message")) {
+        (Some(c), Some(m)) => format!("{c}: {}", m.lines().next().unwrap_or_default()),
+        (Some(c), None) => c,
+        _ => json
+            .as_ref()
+            .and_then(|v| v["error"]["message"].as_str())
+            .unwrap_or("(no error text)")
+            .to_string(),
+    };
+    text.chars().take(200).collect()
 }
 
 /// The signed request of one page.
@@ -458,5 +475,11 @@ mod tests {
         assert_eq!(p.buckets[0].name, "g1");
         assert_eq!(p.next.as_deref(), Some("n"));
         assert_eq!(gcs_page("{}").unwrap(), Page::default());
+        let denied = "<Error><Code>SignatureDoesNotMatch</Code><Message>no match</Message><CanonicalRequest>GET / X-Amz-Credential=AKIA</CanonicalRequest></Error>";
+        assert_eq!(error_detail(denied), "SignatureDoesNotMatch: no match");
+        assert_eq!(
+            error_detail(r#"{"error":{"code":403,"message":"denied"}}"#),
+            "denied"
+        );
     }
 }
