@@ -48,3 +48,4 @@ pub mod summary;
 pub mod tomlfile;
 pub mod transfer;
 pub mod units;
+pub mod words;

@@ -59,21 +59,25 @@ impl Usd {
         )
     }
 
-    /// Whole dollars with thousands separators when large, cents when small: `$97,018`, `$16.40`, `$0.0042`.
+    /// One rule for every amount shown to people, however it was written (`640.0` and `640`
+    /// alike): whole dollars with thousands separators from $1,000 (`$97,018`); below that,
+    /// cents with two decimals (`$16.40`, `$0.50`), or none when the amount is whole dollars
+    /// (`$640`); below a cent, two significant digits (`$0.0042`).
     pub fn human(self) -> String {
         let v = self.0;
         if v.is_zero() {
             return "$0".to_string();
         }
-        if v.abs() >= Decimal::from(1000) {
-            let whole = v.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero);
-            return format!("${}", group_thousands(&whole.to_string()));
-        }
-        if v.abs() >= Decimal::ONE {
-            return format!("${}", self.cents());
-        }
         if v.abs() >= Decimal::new(1, 2) {
-            return format!("${}", self.cents());
+            let c = self.cents();
+            return if c.abs() >= Decimal::from(1000) {
+                let whole = v.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero);
+                format!("${}", group_thousands(&whole.normalize().to_string()))
+            } else if c.fract().is_zero() {
+                format!("${}", c.trunc().normalize())
+            } else {
+                format!("${c:.2}")
+            };
         }
         let small = v.round_sf(2).unwrap_or(v).normalize();
         format!("${small}")
@@ -205,6 +209,22 @@ mod tests {
         assert_eq!(Usd(Decimal::new(42, 4)).human(), "$0.0042");
         assert_eq!(Usd(Decimal::new(12345678, 1)).human(), "$1,234,568");
         assert_eq!(Usd::ZERO.human(), "$0");
+    }
+
+    /// Fails on the main of 2026-12-08, which showed `$640.0` (the amount as written) beside
+    /// `$4,500`, and `$16.4` for an amount written with one decimal.
+    #[test]
+    fn one_rule_however_the_amount_was_written() {
+        let h = |s: &str| Usd::parse(s).unwrap().human();
+        assert_eq!(h("640.0"), "$640");
+        assert_eq!(h("640"), "$640");
+        assert_eq!(h("640.00000"), "$640");
+        assert_eq!(h("4500.0"), "$4,500");
+        assert_eq!(h("16.4"), "$16.40");
+        assert_eq!(h("0.5"), "$0.50");
+        assert_eq!(h("999.999"), "$1,000");
+        assert_eq!(h("1234.5"), "$1,235");
+        assert_eq!(h("0.00420"), "$0.0042");
     }
 
     #[test]

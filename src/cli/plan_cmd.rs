@@ -628,15 +628,16 @@ fn probe_json(p: &ProbeUse) -> serde_json::Value {
 /// "Saved PATH (DESTINATION) — run it with: …", with the shards when the plan has them.
 fn saved_message(s: &Saved) -> String {
     let path = s.path.display();
+    let (exec, fill) = moverctl::summary::plan::exec_command(&s.path, &s.plan);
     let Some(sh) = &s.plan.shards else {
         return format!(
-            "Saved {path} ({}) — run it with: moverctl exec {path}",
+            "Saved {path} ({}) — run it with: {exec}{fill}",
             s.destination
         );
     };
     let workers = s.plan.transfer.workers;
     format!(
-        "Saved {path} ({}) in {} shards (plan id {}, predicted {} per shard with {} machine{}) — run each with: moverctl exec {path} --shard K/{} (or --shard auto in a Kubernetes Indexed Job or a Slurm array); exec's --bwlimit and --tpslimit apply to each shard process, not to the move; watch it with: moverctl status {path}",
+        "Saved {path} ({}) in {} shards (plan id {}, predicted {} per shard with {} machine{}) — run each with: {exec} --shard K/{}{fill} (or --shard auto in a Kubernetes Indexed Job or a Slurm array); exec's --bwlimit and --tpslimit apply to each shard process, not to the move; watch it with: moverctl status {path}",
         s.destination,
         sh.count,
         sh.id,

@@ -154,8 +154,10 @@ fn status_json(plan: &PlanFile, st: &ShardsStatus) -> serde_json::Value {
 fn status_text(plan: &PlanFile, st: &ShardsStatus) {
     let shards = plan.shards.as_ref().expect("a sharded plan");
     println!(
-        "plan {} ({} shards), progress at {}",
-        shards.id, shards.count, st.progress
+        "plan {} ({}), progress at {}",
+        shards.id,
+        moverctl::words::count(shards.count.into(), "shard"),
+        st.progress
     );
     println!("{}", status_table(plan, st));
     let count = |s: ShardState| st.count(s);

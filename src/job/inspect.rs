@@ -80,9 +80,11 @@ pub struct JournalStatus {
     /// The whole move (bytes, objects): the plan's corpus, else what a complete listing of the
     /// source counted.
     pub total: Option<(u64, u64)>,
+    /// Multipart uploads under way: (objects with parts uploaded, bytes of those parts).
+    pub in_flight: (u64, u64),
     /// Bytes a second verified over the last five minutes.
     pub rate: f64,
-    /// The time left at that rate, when there is a total and a rate.
+    /// The time left at that rate, when a run is running and there is a total and a rate.
     pub eta: Option<std::time::Duration>,
     /// Who holds the pair's lock now, when a run does.
     pub running: Option<String>,
@@ -105,18 +107,24 @@ pub fn journal_status(path: &Path, corpus: Option<(u64, u64)>) -> Result<Journal
         humantime::format_rfc3339_seconds(std::time::SystemTime::now() - window).to_string();
     let (_, recent_bytes) = j.verified_since(&since)?;
     let rate = recent_bytes as f64 / window.as_secs_f64();
-    let remaining = total.map(|(b, _)| b.saturating_sub(summary.verified_bytes));
-    let eta = remaining
-        .filter(|_| rate > 0.0)
-        .map(|r| std::time::Duration::from_secs_f64(r as f64 / rate));
+    let in_flight = j.in_flight()?;
     let running = j
         .identities()?
         .and_then(|(si, di)| crate::lock::RunLock::held_by(&crate::lock::default_path(&si, &di)));
+    // A run that is not running finishes at no time: no ETA.
+    let remaining = total.map(|(b, _)| {
+        b.saturating_sub(summary.verified_bytes)
+            .saturating_sub(in_flight.1)
+    });
+    let eta = remaining
+        .filter(|_| rate > 0.0 && running.is_some())
+        .map(|r| std::time::Duration::from_secs_f64(r as f64 / rate));
     Ok(JournalStatus {
         path: path.to_path_buf(),
         source: j.source().to_string(),
         destination: j.destination().to_string(),
         open_uploads: j.open_uploads()?.len(),
+        in_flight,
         summary,
         corpus,
         total,
@@ -124,6 +132,100 @@ pub fn journal_status(path: &Path, corpus: Option<(u64, u64)>) -> Result<Journal
         eta,
         running,
     })
+}
+
+/// How a run the state folder's journal knows of stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    /// A process holds the pair's lock now.
+    Running,
+    /// Every object of a known total verified, none failed, none left copying.
+    Done,
+    /// Not running, with objects failed (copied again on the next run).
+    Failed,
+    /// Not running and not done: objects left in progress, or fewer verified than its total.
+    Stopped,
+    /// Not running, nothing failed or left in progress, but no total to say it is complete
+    /// (its listing was never recorded as complete).
+    Ended,
+}
+
+impl RunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Done => "done",
+            RunState::Failed => "failed",
+            RunState::Stopped => "stopped",
+            RunState::Ended => "ended",
+        }
+    }
+}
+
+/// One run (a pair's journal) of the state folder, for `status` with no argument.
+#[derive(Debug, Clone)]
+pub struct RecentRun {
+    pub journal: PathBuf,
+    /// When the journal was last written.
+    pub updated: std::time::SystemTime,
+    pub state: RunState,
+    pub status: JournalStatus,
+}
+
+/// The runs whose journals are in the state folder's `journals/`, most recently written first,
+/// at most `limit` of them (each opened read-only); and how many more there are. A journal that
+/// cannot be read is left out.
+pub fn recent_runs(limit: usize) -> Result<(Vec<RecentRun>, usize), JobError> {
+    let dir = journal::state_dir().join("journals");
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
+            .map(|p| (last_written(&p), p))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => {
+            return Err(JobError::Failure(format!(
+                "cannot read the journals folder {}: {e}",
+                dir.display()
+            )));
+        }
+    };
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    let more = found.len().saturating_sub(limit);
+    let runs = found
+        .into_iter()
+        .take(limit)
+        .filter_map(|(updated, path)| {
+            let status = journal_status(&path, None).ok()?;
+            let s = &status.summary;
+            let state = if status.running.is_some() {
+                RunState::Running
+            } else if s.failed > 0 {
+                RunState::Failed
+            } else if s.copying == 0 && status.total.is_some_and(|(_, o)| s.verified >= o) {
+                RunState::Done
+            } else if s.copying == 0 && status.total.is_none() {
+                RunState::Ended
+            } else {
+                RunState::Stopped
+            };
+            Some(RecentRun {
+                journal: path,
+                updated,
+                state,
+                status,
+            })
+        })
+        .collect();
+    Ok((runs, more))
+}
+
+/// When a journal was last written: its file's or its write-ahead log's time, the later.
+fn last_written(p: &Path) -> std::time::SystemTime {
+    let m = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let wal = PathBuf::from(format!("{}-wal", p.display()));
+    m(p).max(m(&wal)).unwrap_or(std::time::UNIX_EPOCH)
 }
 
 /// Probes `location` (a missing local folder is made): what it checks, how fast it is from here.

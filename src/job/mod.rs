@@ -21,6 +21,7 @@ pub mod copy;
 pub mod drain;
 mod error;
 pub mod inspect;
+pub mod ls;
 pub mod plan;
 pub mod plan_extras;
 pub mod plan_tiering;

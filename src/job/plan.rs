@@ -416,8 +416,9 @@ fn list_corpus(
             if last.elapsed() >= std::time::Duration::from_secs(1) {
                 last = std::time::Instant::now();
                 observer.note(&format!(
-                    "listing {shown}: {} objects, {} so far",
+                    "listing {shown}: {} {}, {} so far",
                     crate::units::fmt_count(b.objects()),
+                    crate::words::noun(b.objects(), "object"),
                     crate::units::fmt_bytes_si(b.bytes())
                 ));
             }
@@ -425,12 +426,16 @@ fn list_corpus(
         Ok::<_, JobError>((b, refused))
     })?;
     observer.note(&format!(
-        "listed {shown}: {} objects, {} in {:.1} s{}",
+        "listed {shown}: {} {}, {} in {:.1} s{}",
         crate::units::fmt_count(corpus.objects()),
+        crate::words::noun(corpus.objects(), "object"),
         crate::units::fmt_bytes_si(corpus.bytes()),
         started.elapsed().as_secs_f64(),
         if refused > 0 {
-            format!(" ({refused} keys refused, not counted)")
+            format!(
+                " ({} refused, not counted)",
+                crate::words::count(refused, "key")
+            )
         } else {
             String::new()
         }

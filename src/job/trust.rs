@@ -168,7 +168,9 @@ pub fn crc_probe_hint(
         .map(|(_, n)| n)
         .sum();
     (by_md5 > 0).then(|| format!(
-        "hint: {by_md5} objects were written with an MD5 of every byte as their proof (about 1.7 s of CPU per GiB); if {shown} checks x-amz-checksum-crc64nvme on arrival (S3 does since December 2024, so does Garage), `moverctl probe {shown}` once (or its bucket) lets later copies into it be verified by CRC64 alone"
+        "hint: {} written with an MD5 of every byte as {} proof (about 1.7 s of CPU per GiB); if {shown} checks x-amz-checksum-crc64nvme on arrival (S3 does since December 2024, so does Garage), `moverctl probe {shown}` once (or its bucket) lets later copies into it be verified by CRC64 alone",
+        crate::words::were(by_md5, "object"),
+        if by_md5 == 1 { "its" } else { "their" }
     ))
 }
 

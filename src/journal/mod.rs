@@ -253,6 +253,19 @@ impl Journal {
             .map_err(|e| self.db(e))
     }
 
+    /// Multipart uploads under way (objects still `copying`): how many objects have parts
+    /// recorded, and the bytes of those parts (uploaded, not yet verified as whole objects).
+    pub fn in_flight(&self) -> Result<(u64, u64), JournalError> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(DISTINCT p.key), COALESCE(SUM(p.size), 0) FROM parts p
+                 JOIN objects o ON o.key = p.key WHERE o.state = 'copying'",
+                [],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+            )
+            .map_err(|e| self.db(e))
+    }
+
     /// The move's source, as the journal records it.
     pub fn source(&self) -> &str {
         &self.source

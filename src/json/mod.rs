@@ -7,8 +7,10 @@
 
 pub mod copy;
 pub mod drain;
+pub mod ls;
 pub mod providers;
 pub mod stage;
+pub mod status;
 pub mod sync;
 
 use serde_json::Value;
@@ -17,6 +19,7 @@ pub const LS: &str = "moverctl.ls/1";
 pub const COPY: &str = "moverctl.copy/1";
 pub const SYNC: &str = "moverctl.sync/1";
 pub const STATUS: &str = "moverctl.status/1";
+pub const STATUS_RUNS: &str = "moverctl.status-runs/1";
 pub const SHARDS_STATUS: &str = "moverctl.shards-status/1";
 pub const PROVIDERS: &str = "moverctl.providers/1";
 pub const DRAIN: &str = "moverctl.drain/1";

@@ -218,13 +218,15 @@ pub fn move_or_stay(moves: Vec<Candidate>, stay: Candidate, months: u32) -> Vec<
 pub fn describe(c: &Candidate) -> Option<String> {
     let p = c.reads.as_ref()?;
     Some(format!(
-        "{}: {} reads a month over {}: {} billed GB, egress {}, {} GETs {}, retrieval {} a month",
+        "{}: {} {} a month over {}: {} billed GB, egress {}, {} {} {}, retrieval {} a month",
         c.destination,
         p.per_month.normalize(),
+        crate::words::noun_dec(p.per_month, "read"),
         p.route.as_str(),
         crate::money::group_thousands(&p.gb_per_month.round_dp(0).to_string()),
         p.egress,
         crate::money::group_thousands(&p.gets_per_month.round_dp(0).to_string()),
+        crate::words::noun_dec(p.gets_per_month.round_dp(0), "GET"),
         p.requests,
         p.retrieval
     ))

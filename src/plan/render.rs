@@ -217,12 +217,13 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
     let objects = corpus.total_objects();
     let avg = bytes.checked_div(objects).unwrap_or(0);
     out.push_str(&format!(
-        "Corpus   {} in {} objects (avg {}), {}; horizon {} months\n",
+        "Corpus   {} in {} {} (avg {}), {}; horizon {}\n",
         fmt_bytes_si(bytes),
         fmt_count(objects),
+        crate::words::noun(objects, "object"),
         fmt_bytes_si(avg),
         src.canonical(),
-        a.months
+        crate::words::count(a.months.into(), "month")
     ));
     if corpus.origin != "flags" {
         out.push_str(&format!("         from {}", corpus.origin));
@@ -237,16 +238,19 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
     if let Some(best) = ranked.iter().find(|c| c.kind == Kind::Move) {
         let t = &best.time;
         out.push_str(&format!(
-            "Transfer {} to {}, {}-bound at {} ({} worker(s) x {} in flight, {} ms per request{})\n",
+            "Transfer {} to {}, {}-bound at {} ({} x {} in flight, {} ms per request{})\n",
             fmt_duration(t.seconds),
             best.provider,
             t.bound.as_str(),
             fmt_rate_bits(t.effective_bandwidth),
-            a.workers,
+            crate::words::count(a.workers.into(), "worker"),
             a.concurrency,
             a.latency_ms,
             if t.restore_seconds > Decimal::ZERO {
-                format!(", plus {} of archive restore", fmt_duration(t.restore_seconds))
+                format!(
+                    ", plus {} of archive restore",
+                    fmt_duration(t.restore_seconds)
+                )
             } else {
                 String::new()
             }
@@ -254,10 +258,11 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
     }
     if let Some(r) = &a.reads {
         out.push_str(&format!(
-            "Reads    {} full reads a month from {} for {} months; \"stay\" keeps the data at {}\n",
+            "Reads    {} {} a month from {} for {}; \"stay\" keeps the data at {}\n",
             r.per_month.normalize(),
+            crate::words::noun_dec(r.per_month, "full read"),
             r.compute.canonical(),
-            a.months,
+            crate::words::count(a.months.into(), "month"),
             src.canonical()
         ));
         out.push('\n');

@@ -155,11 +155,13 @@ fn header(p: &Plan) -> String {
     );
     for d in &i.datasets {
         s.push_str(&format!(
-            "Data set {}: {} in {} objects, read {} times a month\n",
+            "Data set {}: {} in {} {}, read {} {} a month\n",
             d.name,
             fmt_bytes_si(d.bytes),
             fmt_count(d.objects),
-            d.reads_per_month.round_dp(3).normalize()
+            crate::words::noun(d.objects, "object"),
+            d.reads_per_month.round_dp(3).normalize(),
+            crate::words::noun_dec(d.reads_per_month.round_dp(3), "time")
         ));
     }
     if let Some(c) = &i.checkpoints {
@@ -172,7 +174,7 @@ fn header(p: &Plan) -> String {
         ));
     }
     s.push_str(&format!(
-        "GPUs {} an hour idle, training {} h a month, reading at {} ({}); {} job(s) a month\n\n",
+        "GPUs {} an hour idle, training {} h a month, reading at {} ({}); {} a month\n\n",
         i.gpu_hourly,
         i.train_hours.normalize(),
         rate(i.required_rate()),
@@ -181,7 +183,7 @@ fn header(p: &Plan) -> String {
         } else {
             "the month's reads over the training hours"
         },
-        i.jobs_per_month
+        crate::words::count(i.jobs_per_month.into(), "job")
     ));
     s
 }

@@ -242,17 +242,52 @@ fn marker(shape: usize, x: f64, y: f64, attrs: &str) -> String {
     }
 }
 
-/// The axes and grid of the cumulative chart: five horizontal lines with amounts, month ticks.
+/// Round amounts for the chart's axis, from 0 to the first at or above `max`: steps of 1, 2,
+/// 2.5 or 5 times a power of ten, the smallest that reaches `max` in at most four steps.
+pub fn nice_ticks(max: Decimal) -> Vec<Decimal> {
+    if max <= Decimal::ZERO {
+        return vec![Decimal::ZERO, Decimal::ONE];
+    }
+    let raw = max / Decimal::from(4);
+    let ten = Decimal::TEN;
+    let mut p = Decimal::ONE;
+    while p * ten <= raw {
+        p *= ten;
+    }
+    while p > raw && p > Decimal::new(1, 6) {
+        p /= ten;
+    }
+    let step = [
+        Decimal::ONE,
+        Decimal::TWO,
+        Decimal::new(25, 1),
+        Decimal::from(5),
+        ten,
+    ]
+    .into_iter()
+    .map(|m| m * p)
+    .find(|s| *s >= raw)
+    .unwrap_or(ten * p);
+    let mut ticks = vec![Decimal::ZERO];
+    while *ticks.last().expect("one tick") < max {
+        let next = *ticks.last().expect("one tick") + step;
+        ticks.push(next.normalize());
+    }
+    ticks
+}
+
+/// The axes and grid of the cumulative chart: a horizontal line at each round amount of
+/// `ticks` (see [`nice_ticks`]), month ticks.
 fn lines_axes(
-    max: Usd,
+    ticks: &[Decimal],
     months: u32,
     (left, top, pw, ph): (f64, f64, f64, f64),
     xm: impl Fn(u32) -> f64,
     yv: impl Fn(Usd) -> f64,
 ) -> String {
     let mut s = String::new();
-    for g in 0..=4 {
-        let v = Usd(max.0 * Decimal::from(g) / Decimal::from(4));
+    for t in ticks {
+        let v = Usd(*t);
         let y = yv(v);
         let _ = write!(
             s,
@@ -305,16 +340,17 @@ fn lines_svg(ranked: &[Candidate], months: u32) -> String {
         .flat_map(|(_, _, v)| v.iter().copied())
         .max()
         .unwrap_or(Usd::ZERO);
-    let maxf = if max.is_zero() { 1.0 } else { f(max.0) };
+    let ticks = nice_ticks(max.0);
+    let maxf = f(*ticks.last().expect("nice_ticks gives two or more"));
     let xm = |m: u32| left + pw * f64::from(m) / f64::from(months.max(1));
     let yv = |v: Usd| top + ph - ph * f(v.0) / maxf;
     let mut s = String::new();
     let _ = write!(
         s,
         r#"<svg id="lines" role="img" aria-labelledby="lines-title" viewBox="0 0 {width} {height}" width="{width}" height="{height}" data-max="{}" data-months="{months}"><title id="lines-title">Cumulative cost month by month</title>"#,
-        money(max)
+        money(Usd(*ticks.last().expect("nice_ticks gives two or more")))
     );
-    s.push_str(&lines_axes(max, months, (left, top, pw, ph), xm, yv));
+    s.push_str(&lines_axes(&ticks, months, (left, top, pw, ph), xm, yv));
     for (i, c, values) in &series {
         let stay = c.kind == Kind::Stay;
         let colour = if stay {
@@ -527,16 +563,19 @@ fn assumptions_list(src: &Place, a: &Assumptions, ranked: &[Candidate]) -> Strin
     let mut h = String::new();
     h.push_str("<h2>Assumptions</h2><ul>");
     let mut assume = vec![
-        format!("horizon: {} months (30 days each)", a.months),
         format!(
-            "path bandwidth {}, {} worker(s) with {} NICs, {} objects in flight per worker, {} per stream, {} ms per request, {} key prefix(es)",
+            "horizon: {} (30 days each)",
+            crate::words::count(a.months.into(), "month")
+        ),
+        format!(
+            "path bandwidth {}, {} with {} NICs, {} in flight per worker, {} per stream, {} ms per request, {}",
             fmt_rate_bits(a.bandwidth),
-            a.workers,
+            crate::words::count(a.workers.into(), "worker"),
             fmt_rate_bits(a.worker_nic),
-            a.concurrency,
+            crate::words::count(a.concurrency.into(), "object"),
             fmt_rate_bits(a.stream_throughput),
             a.latency_ms,
-            a.prefixes
+            crate::words::count_as(a.prefixes.into(), "key prefix", "key prefixes")
         ),
         format!("GPU cluster idle cost: {}/hour", a.gpu_hourly),
         format!(
@@ -551,9 +590,10 @@ fn assumptions_list(src: &Place, a: &Assumptions, ranked: &[Candidate]) -> Strin
     ];
     match &a.reads {
         Some(r) => assume.push(format!(
-            "GPUs at {}; {} full reads of the corpus a month, one GET per object per read; reads start after the move; \"stay\" keeps the data at {} and pays no move and no GPU idle",
+            "GPUs at {}; {} {} of the corpus a month, one GET per object per read; reads start after the move; \"stay\" keeps the data at {} and pays no move and no GPU idle",
             r.compute.canonical(),
             r.per_month.normalize(),
+            crate::words::noun_dec(r.per_month, "full read"),
             src.canonical()
         )),
         None => assume.push(
@@ -609,22 +649,24 @@ pub fn html(
     );
     let question = match &a.reads {
         Some(r) => format!(
-            "Where should the corpus live while GPUs at {} read it {} times a month for {} months?",
+            "Where should the corpus live while GPUs at {} read it {} {} a month for {}?",
             r.compute.canonical(),
             r.per_month.normalize(),
-            a.months
+            crate::words::noun_dec(r.per_month, "time"),
+            crate::words::count(a.months.into(), "month")
         ),
         None => format!(
-            "What does moving the corpus cost, with {} months of storage?",
-            a.months
+            "What does moving the corpus cost, with {} of storage?",
+            crate::words::count(a.months.into(), "month")
         ),
     };
     let _ = write!(
         h,
-        "<h1>moverctl plan</h1><p class=\"muted\">{}</p><p>Corpus: <b>{}</b> in <b>{}</b> objects at <b>{}</b> ({}). Generated {} by moverctl {}.</p>",
+        "<h1>moverctl plan</h1><p class=\"muted\">{}</p><p>Corpus: <b>{}</b> in <b>{}</b> {} at <b>{}</b> ({}). Generated {} by moverctl {}.</p>",
         esc(&question),
         esc(&fmt_bytes_si(bytes)),
         esc(&fmt_count(objects)),
+        crate::words::noun(objects, "object"),
         esc(&src.canonical()),
         esc(&corpus.origin),
         esc(generated),
@@ -663,4 +705,49 @@ pub fn html(
     h.push_str("</tbody></table>");
     h.push_str("<p class=\"muted\">Amounts are exact decimals (USD); the charts' values are in each shape's data-value attribute, the same as <code>moverctl plan --json</code>.</p></body></html>\n");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> Decimal {
+        s.parse().unwrap()
+    }
+
+    /// Fails on the main of 2026-12-08, whose axis showed max × g / 4 ($115,958, $231,915, …).
+    #[test]
+    fn axis_ticks_are_round_and_reach_the_top() {
+        let shown = |max: &str| -> Vec<String> {
+            nice_ticks(d(max))
+                .into_iter()
+                .map(|t| Usd(t).human())
+                .collect()
+        };
+        assert_eq!(shown("463830"), ["$0", "$200,000", "$400,000", "$600,000"]);
+        assert_eq!(shown("1662"), ["$0", "$500", "$1,000", "$1,500", "$2,000"]);
+        assert_eq!(shown("100"), ["$0", "$25", "$50", "$75", "$100"]);
+        assert_eq!(
+            shown("0.004"),
+            ["$0", "$0.001", "$0.002", "$0.003", "$0.004"]
+        );
+        assert_eq!(shown("0"), ["$0", "$1"]);
+        for max in ["1", "7.3", "99", "12345.67", "2000000", "31415926"] {
+            let t = nice_ticks(d(max));
+            assert!(t.len() <= 5 && t.len() >= 2, "{max}: {t:?}");
+            assert!(*t.last().unwrap() >= d(max), "{max}: {t:?}");
+            let step = t[1];
+            let mut m = step;
+            while m >= Decimal::TEN {
+                m /= Decimal::TEN;
+            }
+            while m < Decimal::ONE {
+                m *= Decimal::TEN;
+            }
+            assert!(
+                [d("1"), d("2"), d("2.5"), d("5")].contains(&m.normalize()),
+                "{max}: step {step}"
+            );
+        }
+    }
 }

@@ -152,6 +152,51 @@ impl Location {
         })
     }
 
+    /// A location that names a store and no bucket: `s3://`, `gs://`, `az://` (the configured
+    /// account), or `REMOTE:` of an s3, gcs or azure remote: what `ls` lists the buckets or
+    /// containers of. The location returned has an empty bucket and prefix (it opens, but only
+    /// [`super::buckets`] uses it). None for every other location.
+    pub fn store_root(given: &str, remotes: &Remotes) -> Option<Location> {
+        let g = given.trim();
+        let empty = |remote: Option<String>, kind: &str| {
+            let (bucket, prefix) = (String::new(), String::new());
+            match kind {
+                "s3" => Some(Location::S3 {
+                    bucket,
+                    prefix,
+                    remote,
+                }),
+                "gcs" => Some(Location::Gcs {
+                    bucket,
+                    prefix,
+                    remote,
+                }),
+                "azure" => Some(Location::Azure {
+                    container: bucket,
+                    prefix,
+                    remote,
+                }),
+                _ => None,
+            }
+        };
+        if let Some((scheme, rest)) = g.split_once("://") {
+            if !rest.trim_matches('/').is_empty() {
+                return None;
+            }
+            return match scheme {
+                "s3" | "s3a" => empty(None, "s3"),
+                "gs" | "gcs" => empty(None, "gcs"),
+                "az" | "azure" => empty(None, "azure"),
+                _ => None,
+            };
+        }
+        let (name, rest) = g.split_once(':')?;
+        if !rest.trim_matches('/').is_empty() {
+            return None;
+        }
+        empty(Some(name.to_string()), &remotes.get(name)?.kind)
+    }
+
     /// The location as shown to people; never carries a credential.
     pub fn shown(&self) -> String {
         match self {
@@ -160,7 +205,9 @@ impl Location {
                 prefix,
                 remote,
             } => match remote {
+                Some(r) if bucket.is_empty() => format!("{r}:"),
                 Some(r) => format!("{r}:{bucket}/{prefix}"),
+                None if bucket.is_empty() => "s3://".to_string(),
                 None => format!("s3://{bucket}/{prefix}"),
             },
             Location::Gcs {
@@ -168,7 +215,9 @@ impl Location {
                 prefix,
                 remote,
             } => match remote {
+                Some(r) if bucket.is_empty() => format!("{r}:"),
                 Some(r) => format!("{r}:{bucket}/{prefix}"),
+                None if bucket.is_empty() => "gs://".to_string(),
                 None => format!("gs://{bucket}/{prefix}"),
             },
             Location::Azure {
@@ -176,7 +225,9 @@ impl Location {
                 prefix,
                 remote,
             } => match remote {
+                Some(r) if container.is_empty() => format!("{r}:"),
                 Some(r) => format!("{r}:{container}/{prefix}"),
+                None if container.is_empty() => "az://".to_string(),
                 None => format!("az://{container}/{prefix}"),
             },
             Location::Local { root } => root.display().to_string(),
@@ -297,6 +348,25 @@ mod tests {
         );
         assert!(matches!(p("ftp://x"), Err(LocationError::Invalid { .. })));
         assert!(matches!(p("s3://"), Err(LocationError::Invalid { .. })));
+    }
+
+    #[test]
+    fn a_store_without_a_bucket_is_its_root() {
+        let r = Remotes::parse(
+            "r.toml",
+            "[remotes.g]\ntype = \"s3\"\n[remotes.l]\ntype = \"local\"\nroot = \"/x\"\n",
+        )
+        .unwrap();
+        let root = |s: &str| Location::store_root(s, &r).map(|l| l.shown());
+        assert_eq!(root("s3://").as_deref(), Some("s3://"));
+        assert_eq!(root("s3:///").as_deref(), Some("s3://"));
+        assert_eq!(root("gs://").as_deref(), Some("gs://"));
+        assert_eq!(root("az://").as_deref(), Some("az://"));
+        assert_eq!(root("g:").as_deref(), Some("g:"));
+        assert_eq!(root("g:/").as_deref(), Some("g:"));
+        for not in ["s3://b", "g:b/p", "l:", "nope:", "./x", "file:///"] {
+            assert_eq!(root(not), None, "{not}");
+        }
     }
 
     #[test]

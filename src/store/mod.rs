@@ -4,9 +4,11 @@
 //! reports keys object_store refuses instead of stopping.
 
 pub mod awscreds;
+pub mod buckets;
 pub mod caps;
 pub mod config;
 pub mod creds;
+pub mod depth;
 mod entry;
 pub mod error;
 mod handles;
@@ -643,6 +645,41 @@ fn open_gcs(
     remote: Option<&Remote>,
     observer: &Arc<http::Observer>,
 ) -> Result<Opened, OpenError> {
+    let (s, credentials, endpoint) = build_gcs(loc, bucket, remote, observer)?;
+    Ok(Opened {
+        inner: s.clone(),
+        pages: Some(s.clone()),
+        multipart: Some(s),
+        kind: Kind::Gcs,
+        local_root: None,
+        provider: remote.and_then(|r| r.provider.clone()),
+        s3: None,
+        azure: None,
+        s3_anonymous: false,
+        credentials,
+        aws_credentials: None,
+        crc_writer: None,
+        endpoint: Some(endpoint.unwrap_or_else(|| "https://storage.googleapis.com".into())),
+    })
+}
+
+/// The GCS store of `bucket` with the credentials [`creds::gcs`] finds: the store, where its
+/// credentials came from (named), and where its requests go when not to Google (the remote's
+/// endpoint, else the credentials file's `gcs_base_url`).
+#[allow(clippy::type_complexity)]
+fn build_gcs(
+    loc: &Location,
+    bucket: &str,
+    remote: Option<&Remote>,
+    observer: &Arc<http::Observer>,
+) -> Result<
+    (
+        Arc<object_store::gcp::GoogleCloudStorage>,
+        String,
+        Option<String>,
+    ),
+    OpenError,
+> {
     let shown = loc.shown();
     let (sa, credentials) = creds::gcs(&shown, remote)?;
     let mut b = GoogleCloudStorageBuilder::new()
@@ -654,10 +691,10 @@ fn open_gcs(
             send_md5: true,
         })
         .with_retry(retry_config());
-    let sa_url = match &sa {
-        creds::GcsCreds::ServiceAccount(p) => creds::service_account_base_url(p),
-        _ => None,
-    };
+    // An emulator's address in the credentials file (object_store reads it there itself).
+    let file_base = sa
+        .file()
+        .and_then(|p| creds::google_file_field(p, "gcs_base_url"));
     b = match sa {
         creds::GcsCreds::ServiceAccount(path) => {
             b.with_service_account_path(path.display().to_string())
@@ -673,26 +710,8 @@ fn open_gcs(
     if let Some(e) = &endpoint {
         b = b.with_base_url(e);
     }
-    // Where requests go when the remote names no endpoint: a service-account file's
-    // `gcs_base_url` (an emulator), else Google's (what the reachability check connects to).
-    let endpoint = endpoint.or(sa_url);
     let s = Arc::new(b.build().map_err(|e| build_err(loc, e))?);
-    Ok(Opened {
-        inner: s.clone(),
-        pages: Some(s.clone()),
-        multipart: Some(s.clone()),
-        kind: Kind::Gcs,
-        local_root: None,
-        provider: remote.and_then(|r| r.provider.clone()),
-        s3: None,
-        azure: None,
-        gcs: Some(s),
-        s3_anonymous: false,
-        credentials,
-        aws_credentials: None,
-        crc_writer: None,
-        endpoint: Some(endpoint.unwrap_or_else(|| "https://storage.googleapis.com".into())),
-    })
+    Ok((s, credentials, endpoint.or(file_base)))
 }
 
 /// An Azure container, with the account and credential [`creds::azure`] finds.

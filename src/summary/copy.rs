@@ -5,6 +5,7 @@ use crate::job::pricing::VsPlan;
 use crate::plan::file::PlanFile;
 use crate::transfer::Report;
 use crate::units::{fmt_bytes, fmt_duration};
+use crate::words::{is_are, were};
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use rust_decimal::Decimal;
 
@@ -40,8 +41,8 @@ pub fn verified_line(r: &Report) -> String {
     let mut out = format!("verified: {}\n", v.join(", "));
     if r.server_side_objects > 0 {
         out.push_str(&format!(
-            "server-side: {} objects, {} copied by the destination service (no bytes through this machine)\n",
-            r.server_side_objects,
+            "server-side: {}, {} copied by the destination service (no bytes through this machine)\n",
+            crate::words::count(r.server_side_objects, "object"),
             fmt_bytes(r.server_side_bytes)
         ));
     }
@@ -122,7 +123,10 @@ fn run_lines(r: &Report, plan: Option<&PlanFile>, out: &mut String) {
         r.requests_put,
         r.requests_head,
         if r.resumed_parts > 0 {
-            format!("; {} parts reused from an earlier run", r.resumed_parts)
+            format!(
+                "; {} reused from an earlier run",
+                crate::words::count(r.resumed_parts, "part")
+            )
         } else {
             String::new()
         }
@@ -133,12 +137,18 @@ fn run_lines(r: &Report, plan: Option<&PlanFile>, out: &mut String) {
         // Bytes the destination service copied itself count too (they passed no socket here).
         fmt_bytes(((r.written_bytes + r.server_side_bytes) as f64 / secs) as u64),
         if r.retries > 0 {
-            format!("; {} retries", r.retries)
+            format!(
+                "; {}",
+                crate::words::count_as(r.retries, "retry", "retries")
+            )
         } else {
             String::new()
         },
         if r.throttle_events > 0 {
-            format!("; throttled {} times", r.throttle_events)
+            format!(
+                "; throttled {}",
+                crate::words::count(r.throttle_events, "time")
+            )
         } else {
             String::new()
         },
@@ -186,15 +196,19 @@ fn problem_lines(r: &Report, out: &mut String) {
     let size_only = size_only(r);
     if size_only > 0 {
         out.push_str(&format!(
-            "! {size_only} objects were checked at the destination by size only (its ETags are not content hashes); \
-             --verify readback reads them back\n"
+            "! {} checked at the destination by size only (its ETags are not content hashes); \
+             --verify readback reads {} back\n",
+            were(size_only, "object"),
+            if size_only == 1 { "it" } else { "them" }
         ));
     }
     if r.no_source_digest > 0 {
         out.push_str(&format!(
-            "! {} objects came from a source that states no digest for them (no MD5 ETag, multipart ETag, stored checksum or moverctl metadata): \
-             their bytes were checked against the source by size only; --verify strict refuses such objects\n",
-            r.no_source_digest
+            "! {} came from a source that states no digest for {} (no MD5 ETag, multipart ETag, stored checksum or moverctl metadata): \
+             {} bytes were checked against the source by size only; --verify strict refuses such objects\n",
+            crate::words::count(r.no_source_digest, "object"),
+            if r.no_source_digest == 1 { "it" } else { "them" },
+            if r.no_source_digest == 1 { "its" } else { "their" }
         ));
     }
     if let Some(l) = unverified_line(r) {
@@ -203,14 +217,14 @@ fn problem_lines(r: &Report, out: &mut String) {
     }
     if r.open_uploads > 0 {
         out.push_str(&format!(
-            "{} multipart uploads are left open for the next run to resume (they expire by the store's lifecycle rules if abandoned)\n",
-            r.open_uploads
+            "{} left open for the next run to resume (expiring by the store's lifecycle rules if abandoned)\n",
+            is_are(r.open_uploads, "multipart upload")
         ));
     }
     if r.aborted_uploads > 0 {
         out.push_str(&format!(
-            "{} multipart uploads were abandoned and aborted (a changed source, or a part or completion that failed its check)\n",
-            r.aborted_uploads
+            "{} abandoned and aborted (a changed source, or a part or completion that failed its check)\n",
+            were(r.aborted_uploads, "multipart upload")
         ));
     }
     if r.interrupted {
@@ -320,8 +334,8 @@ pub fn unverified_line(r: &Report) -> Option<String> {
         .map(|k| format!("{k:?}"))
         .collect();
     Some(format!(
-        "! {} objects are unverified: their source states no digest for them and no read of them could be checked, so only their size was; they were written without moverctl's CRC64 and are not recorded as done (exit 9; --verify size accepts them): {}{}",
-        r.unverified.len(),
+        "! {} unverified: their source states no digest for them and no read of them could be checked, so only their size was; they were written without moverctl's CRC64 and are not recorded as done (exit 9; --verify size accepts them): {}{}",
+        is_are(r.unverified.len() as u64, "object"),
         shown.join(", "),
         if r.unverified.len() > 20 { ", ..." } else { "" }
     ))

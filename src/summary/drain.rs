@@ -32,8 +32,8 @@ pub fn pass_lines(pass: &DrainPass) -> Vec<Line> {
     for (name, fate) in &pass.checkpoints {
         out.push(match fate {
             Fate::Durable(r) => info(format!(
-                "durable     {name}: {} files, {}, {:.1} s from its last write to durable",
-                r.objects,
+                "durable     {name}: {}, {}, {:.1} s from its last write to durable",
+                crate::words::count(r.objects, "file"),
                 fmt_bytes(r.bytes),
                 r.seconds_to_durable
             )),
@@ -75,7 +75,8 @@ pub fn retention_lines(r: &Retention) -> Vec<Line> {
                 early_fee,
                 resumed,
             } => info(format!(
-                "retired     {name}: {objects} objects, {} deleted at the destination{}{}",
+                "retired     {name}: {}, {} deleted at the destination{}{}",
+                crate::words::count(*objects, "object"),
                 fmt_bytes(*bytes),
                 match early_fee {
                     Some(f) => format!(", early-deletion fee {f}"),

@@ -6,6 +6,9 @@
 
 pub mod copy;
 pub mod drain;
+pub mod ls;
+pub mod plan;
 pub mod providers;
 pub mod stage;
+pub mod status;
 pub mod sync;

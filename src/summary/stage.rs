@@ -46,10 +46,10 @@ pub fn stage_lines(o: &StageOutcome) -> Vec<Line> {
         false => String::new(),
     };
     let mut out = vec![info(format!(
-        "staged {share} of {} into {}: {} objects ({}), {} copied ({}), {} already staged, {secs:.1} s{rate}",
+        "staged {share} of {} into {}: {} ({}), {} copied ({}), {} already staged, {secs:.1} s{rate}",
         o.source,
         o.fast_dir.display(),
-        r.copied + r.skipped,
+        crate::words::count(r.copied + r.skipped, "object"),
         fmt_bytes(r.copied_bytes + r.skipped_bytes),
         r.copied,
         fmt_bytes(r.copied_bytes),
@@ -131,10 +131,10 @@ pub fn ready_lines(r: &Ready) -> Vec<Line> {
             .filter_map(|(_, m)| m.as_ref())
             .fold((0, 0), |(o, b), m| (o + m.objects, b + m.bytes));
         return vec![info(format!(
-            "ready: {} ({} marker{}, {objects} objects, {}) after {:.1} s",
+            "ready: {} ({}, {}, {}) after {:.1} s",
             r.fast_dir.display(),
-            r.markers.len(),
-            if r.markers.len() == 1 { "" } else { "s" },
+            crate::words::count(r.markers.len() as u64, "marker"),
+            crate::words::count(objects, "object"),
             fmt_bytes(bytes),
             r.waited.as_secs_f64()
         ))];

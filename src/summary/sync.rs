@@ -100,8 +100,8 @@ pub fn one_line(o: &Outcome, src: &str, dst: &str) -> String {
         && !guard
     {
         return format!(
-            "sync {src} -> {dst}: up to date, {} objects unchanged; requests {}{}; est. cost {} in {took}",
-            r.skipped,
+            "sync {src} -> {dst}: up to date, {} unchanged; requests {}{}; est. cost {} in {took}",
+            crate::words::count(r.skipped, "object"),
             requests,
             if listing_only { " (listing only)" } else { "" },
             o.cost.total()
@@ -172,14 +172,21 @@ pub fn messages(o: &Outcome, ids: &SyncIds, notes: Vec<String>) -> (Vec<String>,
         .filter(|n| **n > 0)
     {
         info.push(format!(
-            "{n} objects were changed at the destination since moverctl verified its copy (another writer): {}",
-            if r.dry_run { "they would be copied again" } else { "copied again" }
+            "{} changed at the destination since moverctl verified its copy (another writer): {}",
+            crate::words::were(*n, "object"),
+            if r.dry_run {
+                "they would be copied again"
+            } else {
+                "copied again"
+            }
         ));
     }
     if r.no_source_digest > 0 {
         info.push(format!(
-            "{} objects came from a source that states no digest for them: checked against the source by size only (--verify strict refuses them)",
-            r.no_source_digest
+            "{} came from a source that states no digest for {}: checked against the source by size only (--verify strict refuses {})",
+            crate::words::count(r.no_source_digest, "object"),
+            if r.no_source_digest == 1 { "it" } else { "them" },
+            if r.no_source_digest == 1 { "it" } else { "them" }
         ));
     }
     if let Some(l) = super::copy::unverified_line(r) {
@@ -193,11 +200,12 @@ pub fn messages(o: &Outcome, ids: &SyncIds, notes: Vec<String>) -> (Vec<String>,
         && let Some(m) = min
     {
         info.push(format!(
-            "kept {} objects ({}) younger than {}'s {}-day minimum storage duration; deleting them now would cost {} (--allow-early-delete)",
-            d.kept_young,
+            "kept {} ({}) younger than {}'s {}-day minimum storage duration; deleting {} now would cost {} (--allow-early-delete)",
+            crate::words::count(d.kept_young, "object"),
             fmt_bytes(d.kept_young_bytes),
             m.class,
             m.days,
+            if d.kept_young == 1 { "it" } else { "them" },
             d.kept_fee
         ));
     }
@@ -210,8 +218,9 @@ pub fn messages(o: &Outcome, ids: &SyncIds, notes: Vec<String>) -> (Vec<String>,
     }
     if r.dest_filtered > 0 && ids.delete {
         info.push(format!(
-            "{} objects only at the destination are outside --include/--exclude and were left alone",
-            r.dest_filtered
+            "{} only at the destination {} outside --include/--exclude and left alone",
+            crate::words::count(r.dest_filtered, "object"),
+            if r.dest_filtered == 1 { "is" } else { "are" }
         ));
     }
     if o.cost.source_priced_as.is_none() || o.cost.destination_priced_as.is_none() {
@@ -233,8 +242,8 @@ fn delete_verdict(
     let (src, dst) = (ids.source, ids.destination);
     let (r, d) = (&o.report, &o.deletes);
     let candidates = format!(
-        "{} objects ({}) only at the destination",
-        d.deletable,
+        "{} ({}) only at the destination",
+        crate::words::count(d.deletable, "object"),
         fmt_bytes(d.deletable_bytes)
     );
     match d.verdict {

@@ -440,7 +440,7 @@ async fn a_large_copy_verified_by_md5_into_an_unprobed_store_hints_at_the_probe(
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(err.contains("source-size+dest-multipart-etag: 1"), "{err}");
     assert!(
-        err.contains("hint: 1 objects were written with an MD5")
+        err.contains("hint: 1 object was written with an MD5")
             && err.contains(&format!("`moverctl probe {dst}/`")),
         "{err}"
     );

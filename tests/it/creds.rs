@@ -205,7 +205,7 @@ fn ls_of_a_local_folder_reports_refused_names_with_exit_3() {
     let o = moverctl().arg("ls").arg(dir.path()).output().unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(
-        text(&o).contains("dangling") && text(&o).contains("1 keys refused"),
+        text(&o).contains("dangling") && text(&o).contains("1 key refused"),
         "{}",
         text(&o)
     );

@@ -198,6 +198,7 @@ fn every_command_prints_json_as_documented() {
         (vec!["copy", "--json", &s, &c], Some(3)),
         (vec!["copy", "--json", &s, &c], Some(3)),
         (vec!["status", "--json", "--src", &s, "--dst", &c], Some(0)),
+        (vec!["status", "--json"], Some(0)),
         (
             vec![
                 "sync",
@@ -284,6 +285,7 @@ fn every_command_prints_json_as_documented() {
         "moverctl.sync/1#would_delete",
         "moverctl.sync/1#summary",
         "moverctl.status/1",
+        "moverctl.status-runs/1",
         "moverctl.plan/1",
         "moverctl.providers/1",
     ] {

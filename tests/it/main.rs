@@ -23,6 +23,7 @@ mod job;
 mod json_schema;
 mod listing;
 mod local;
+mod ls_status;
 mod matrix;
 mod ops;
 mod plan_file;

@@ -144,7 +144,8 @@ fn report_charts_draw_the_json_plans_numbers() {
     }
 
     // Cumulative lines: one point per month per candidate with the JSON amount, drawn at the
-    // height that amount gives on the axis (top 20, plot height 340, scaled to the largest value).
+    // height that amount gives on the axis (top 20, plot height 340, scaled to the axis top: the
+    // round amount at or above the largest value, its highest tick).
     let max: f64 = html
         .split("data-max=\"")
         .nth(1)

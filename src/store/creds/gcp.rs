@@ -28,17 +28,28 @@ fn on_gce() -> bool {
 
 /// The `type` of a Google credentials file (never anything else from it).
 fn google_file_type(path: &std::path::Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v.get("type")?.as_str().map(str::to_string)
+    google_file_field(path, "type")
 }
 
-/// The `gcs_base_url` a service-account file names (object_store sends every request there: an
-/// emulator such as fake-gcs-server), never anything else from it.
-pub fn service_account_base_url(path: &std::path::Path) -> Option<String> {
+/// One non-secret string field of a Google credentials file (`type`, `project_id`, and
+/// object_store's `gcs_base_url`, where an emulator is), when it is there and not empty.
+pub fn google_file_field(path: &std::path::Path, field: &str) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v.get("gcs_base_url")?.as_str().map(str::to_string)
+    v.get(field)?
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+impl GcsCreds {
+    /// The credentials file, when these come from one.
+    pub fn file(&self) -> Option<&std::path::Path> {
+        match self {
+            GcsCreds::ServiceAccount(p) | GcsCreds::ApplicationDefault(p) => Some(p),
+            _ => None,
+        }
+    }
 }
 
 const GCS_FIX: &str = "run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a \

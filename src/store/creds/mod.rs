@@ -30,4 +30,4 @@ pub use aws::{
 };
 pub use azure::{AZURE_ENTRA_VARS, AzureCreds, azure, azure_fix};
 pub use common::MissingCredentials;
-pub use gcp::{GcsCreds, gcs, service_account_base_url};
+pub use gcp::{GcsCreds, gcs, google_file_field};
