@@ -42,6 +42,8 @@ pub struct Assumptions {
     /// Whether the two locations are one S3 service (one endpoint), when both are known (`--src`
     /// and `--dst`); `None`: judged from the catalog places.
     pub same_service: Option<bool>,
+    /// What the GPUs need to read and what each store can give them (see [`super::feed`]).
+    pub feed: super::feed::FeedAssumptions,
 }
 
 /// Bounds a probe measured. Each is optional: a bound that was not measured does not bind.
@@ -99,6 +101,7 @@ impl Default for Assumptions {
             measured: None,
             server_side: true,
             same_service: None,
+            feed: super::feed::FeedAssumptions::default(),
         }
     }
 }
@@ -122,6 +125,14 @@ pub struct Cost {
     pub read_retrieval: Usd,
     /// The three read items of one month.
     pub reads_per_month: Usd,
+    /// What the option chosen for the time of the move costs when it is not idling (reading the
+    /// source for the move's duration, or the stall of a lazy migration's first pass); see
+    /// [`super::during`]. Paid once.
+    pub during_move: Usd,
+    /// GPU hours a month lost waiting for a store that cannot feed them, priced (see
+    /// [`super::feed`]); over the horizon and for one month.
+    pub read_stall: Usd,
+    pub read_stall_per_month: Usd,
 }
 
 impl Cost {
@@ -136,6 +147,8 @@ impl Cost {
             + self.read_egress
             + self.read_requests
             + self.read_retrieval
+            + self.during_move
+            + self.read_stall
     }
 
     /// What is paid once, before the horizon's months: the move and the GPUs idling through it.
@@ -145,15 +158,16 @@ impl Cost {
             + self.destination_requests
             + self.retrieval
             + self.gpu_idle
+            + self.during_move
     }
 
     /// What every month of the horizon costs: storage and reads.
     pub fn monthly(&self) -> Usd {
-        self.storage_per_month + self.reads_per_month
+        self.storage_per_month + self.reads_per_month + self.read_stall_per_month
     }
 
     /// Named items, in report order (storage per month and exit egress are beside the total).
-    pub fn items(&self) -> [(&'static str, Usd); 14] {
+    pub fn items(&self) -> [(&'static str, Usd); 17] {
         [
             ("egress", self.egress),
             ("source_requests", self.source_requests),
@@ -168,6 +182,9 @@ impl Cost {
             ("read_requests", self.read_requests),
             ("read_retrieval", self.read_retrieval),
             ("reads_per_month", self.reads_per_month),
+            ("during_move", self.during_move),
+            ("read_stall", self.read_stall),
+            ("read_stall_per_month", self.read_stall_per_month),
             ("total", self.total()),
         ]
     }
@@ -286,6 +303,12 @@ pub struct Candidate {
     pub from_url: bool,
     /// The restore tier priced, and why (archive sources with `--restore-tier`).
     pub restore: Option<super::restore::Restore>,
+    /// The exit waiver checked against its conditions (with `--exit-waiver`).
+    pub waiver: Option<super::waiver::WaiverCheck>,
+    /// What the GPUs do while the move runs: each option priced, the cheapest chosen (moves only).
+    pub during: Option<super::during::DuringMove>,
+    /// Whether the store the GPUs read from can feed them (with `--compute-at`).
+    pub feed: Option<super::feed::Feed>,
 }
 
 /// Rank candidates: cheapest total first, then fastest, then by name.

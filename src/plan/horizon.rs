@@ -144,6 +144,7 @@ pub fn stay(src: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
         apply_reads(&mut cost, &p, a.months);
         p
     });
+    let feed = super::feed::apply(src, corpus, a, &mut cost, &mut warnings);
     Candidate {
         kind: Kind::Stay,
         destination: "stay".to_string(),
@@ -168,6 +169,9 @@ pub fn stay(src: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
         server_side: false,
         from_url: false,
         restore: None,
+        waiver: None,
+        during: None,
+        feed,
     }
 }
 

@@ -83,7 +83,7 @@ fn candidate_json(i: usize, c: &Candidate, months: u32) -> Value {
         .into_iter()
         .map(|u| u.to_json())
         .collect();
-    json!({
+    let mut v = json!({
         "rank": i + 1,
         "kind": c.kind.as_str(),
         "break_even_month": c.break_even_month,
@@ -128,7 +128,9 @@ fn candidate_json(i: usize, c: &Candidate, months: u32) -> Value {
             "unplaceable_objects": c.counts.unplaceable_objects,
         },
         "warnings": c.warnings,
-    })
+    });
+    super::render_during::candidate_json(&mut v, c);
+    v
 }
 
 pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate]) -> Value {
@@ -137,7 +139,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
         .enumerate()
         .map(|(i, c)| candidate_json(i, c, a.months))
         .collect();
-    json!({
+    let mut v = json!({
         "schema": "moverctl.plan/1",
         "source": src.canonical(),
         "corpus": {
@@ -178,7 +180,9 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             })),
         },
         "candidates": candidates,
-    })
+    });
+    super::render_during::document_json(&mut v, a, ranked);
+    v
 }
 
 /// The human report: a header, the ranked table, then warnings per destination.
@@ -231,6 +235,7 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             a.months,
             src.canonical()
         ));
+        out.push_str(&super::render_during::feed_lines(ranked));
         out.push('\n');
         out.push_str(&horizon_table(a, ranked));
     } else {
@@ -269,7 +274,7 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
         horizon.as_str(),
         "break-\neven",
         "time",
-        "GPU\nidle",
+        "during\nmove",
         "leave\nlater",
     ]);
     for (i, c) in ranked.iter().enumerate() {
@@ -282,16 +287,23 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
         };
         // How the GPUs read it goes on a second line (the table fits 100 columns; see
         // `ranked_table`): the stay row also names the source.
+        let feed = match c.feed.as_ref().map(|f| f.mark()) {
+            Some(m) if m != "ok" => format!(", {m}"),
+            _ => String::new(),
+        };
         let path = c
             .reads
             .as_ref()
-            .map(|p| format!("reads: {}", p.route.as_str()));
-        let name = match (c.kind, path) {
+            .map(|p| format!("reads: {}{feed}", p.route.as_str()));
+        let mut name = match (c.kind, path) {
             (Kind::Stay, Some(p)) => format!("stay\n({})\n{p}", c.resolved),
             (Kind::Stay, None) => format!("stay\n({})", c.resolved),
             (Kind::Move, Some(p)) => format!("{}\n{p}", c.destination),
             (Kind::Move, None) => c.destination.clone(),
         };
+        if let Some(l) = super::render_during::during_line(c) {
+            name = format!("{name}\n{l}");
+        }
         table.add_row(vec![
             (i + 1).to_string(),
             name,
@@ -301,7 +313,7 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
             k.total().to_string(),
             be,
             horizon::move_time(c),
-            k.gpu_idle.to_string(),
+            super::render_during::during_cell(c),
             match c.kind {
                 Kind::Stay => "-".to_string(),
                 Kind::Move => k.exit_egress.to_string(),
