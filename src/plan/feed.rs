@@ -117,6 +117,9 @@ impl Feed {
     /// `Some(true)` when the store keeps up, `Some(false)` when it stalls the GPUs, `None` when
     /// its rate is not known.
     pub fn can_feed(&self) -> Option<bool> {
+        if self.need.is_zero() {
+            return Some(true);
+        }
         self.supply.map(|s| s >= self.need)
     }
 

@@ -22,6 +22,7 @@ mod listing;
 mod local;
 mod matrix;
 mod ops;
+mod plan_during;
 mod plan_file;
 mod plan_golden;
 mod plan_horizon;
