@@ -42,8 +42,8 @@ pub struct Assumptions {
     /// Whether the two locations are one S3 service (one endpoint), when both are known (`--src`
     /// and `--dst`); `None`: judged from the catalog places.
     pub same_service: Option<bool>,
-    /// What the GPUs need to read and what each store can give them (see [`super::feed`]).
-    pub feed: super::feed::FeedAssumptions,
+    /// What the GPUs need to read and what each store can give them.
+    pub feed: super::options::FeedAssumptions,
 }
 
 /// Bounds a probe measured. Each is optional: a bound that was not measured does not bind.
@@ -101,7 +101,7 @@ impl Default for Assumptions {
             measured: None,
             server_side: true,
             same_service: None,
-            feed: super::feed::FeedAssumptions::default(),
+            feed: super::options::FeedAssumptions::default(),
         }
     }
 }
@@ -126,11 +126,10 @@ pub struct Cost {
     /// The three read items of one month.
     pub reads_per_month: Usd,
     /// What the option chosen for the time of the move costs when it is not idling (reading the
-    /// source for the move's duration, or the stall of a lazy migration's first pass); see
-    /// [`super::during`]. Paid once.
+    /// source for the move's duration, or the stall of a lazy migration's first pass). Paid once.
     pub during_move: Usd,
-    /// GPU hours a month lost waiting for a store that cannot feed them, priced (see
-    /// [`super::feed`]); over the horizon and for one month.
+    /// GPU hours a month lost waiting for a store that cannot feed them, priced; over the
+    /// horizon and for one month.
     pub read_stall: Usd,
     pub read_stall_per_month: Usd,
 }
@@ -304,11 +303,11 @@ pub struct Candidate {
     /// The restore tier priced, and why (archive sources with `--restore-tier`).
     pub restore: Option<super::restore::Restore>,
     /// The exit waiver checked against its conditions (with `--exit-waiver`).
-    pub waiver: Option<super::waiver::WaiverCheck>,
+    pub waiver: Option<super::options::WaiverCheck>,
     /// What the GPUs do while the move runs: each option priced, the cheapest chosen (moves only).
-    pub during: Option<super::during::DuringMove>,
+    pub during: Option<super::options::DuringMove>,
     /// Whether the store the GPUs read from can feed them (with `--compute-at`).
-    pub feed: Option<super::feed::Feed>,
+    pub feed: Option<super::options::Feed>,
 }
 
 /// Rank candidates: cheapest total first, then fastest, then by name.

@@ -22,6 +22,7 @@
 use super::candidate::{Assumptions, Cost, Reads, Time};
 use super::corpus::Corpus;
 use super::horizon::read_month;
+pub use super::options::{During, DuringMove, DuringOption};
 use super::price::SECONDS_PER_MONTH;
 use super::requests::{Api, api_of};
 use crate::catalog::Place;
@@ -29,62 +30,6 @@ use crate::money::Usd;
 use crate::units::{fmt_bytes, fmt_duration};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
-
-/// One option for the time of the move.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum During {
-    Idle,
-    FromSource,
-    Lazy,
-}
-
-impl During {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            During::Idle => "idle",
-            During::FromSource => "train-from-source",
-            During::Lazy => "lazy",
-        }
-    }
-
-    /// The option in the words of the verdict line.
-    pub fn phrase(self, lazy_name: Option<&str>) -> String {
-        match self {
-            During::Idle => "GPUs idle during the move".to_string(),
-            During::FromSource => "training from the source during the move".to_string(),
-            During::Lazy => format!(
-                "lazy migration{}: training reads through the destination",
-                lazy_name.map(|n| format!(" ({n})")).unwrap_or_default()
-            ),
-        }
-    }
-}
-
-/// One option priced, or why it is not possible.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DuringOption {
-    pub option: During,
-    pub available: bool,
-    /// What it costs (zero when not available).
-    pub cost: Usd,
-    /// How it is priced, or why it is not possible.
-    pub note: String,
-}
-
-/// The options of one move and the one chosen (the cheapest available).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DuringMove {
-    pub chosen: During,
-    pub options: Vec<DuringOption>,
-    /// The destination's name for its lazy migration, when it offers one.
-    pub lazy_name: Option<String>,
-}
-
-impl DuringMove {
-    pub fn phrase(&self) -> String {
-        self.chosen.phrase(self.lazy_name.as_deref())
-    }
-}
 
 /// Price each option for the move of `corpus` from `src` to `dst` taking `time`, choose the
 /// cheapest, and put its cost in `cost` (`gpu_idle` is zeroed unless idle is chosen).

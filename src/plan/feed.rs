@@ -23,31 +23,9 @@ use crate::money::Usd;
 use crate::units::fmt_rate_bits;
 use rust_decimal::Decimal;
 
-/// Hours in the planner's month (30 days).
-pub const MONTH_HOURS: u32 = 720;
-
-/// The flags and probes behind the read-bandwidth check.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FeedAssumptions {
-    /// `--read-rate`: bytes/s the GPUs consume while they train (`None`: from the reads).
-    pub need: Option<Decimal>,
-    /// `--train-hours`, hours a month the GPUs train (`None`: the whole month; more than the
-    /// planner's 30-day month counts as the whole month, so the default 730 is 720).
-    pub train_hours: Option<Decimal>,
-    /// `--store-read-rate`: (provider or `None` for every store, bytes/s).
-    pub given: Vec<(Option<String>, Decimal)>,
-    /// Saved probes' multi-stream GET rates: (provider, bytes/s, the probe's location).
-    pub probed: Vec<(String, Decimal, String)>,
-}
+pub use super::options::{Feed, FeedAssumptions, MONTH_HOURS};
 
 impl FeedAssumptions {
-    /// Training hours a month (at most [`MONTH_HOURS`]).
-    pub fn hours(&self) -> Decimal {
-        self.train_hours
-            .unwrap_or(Decimal::from(MONTH_HOURS))
-            .min(Decimal::from(MONTH_HOURS))
-    }
-
     /// What the GPUs need, bytes/s, and where the figure comes from (`None` without reads).
     pub fn need_of(&self, corpus: &Corpus, a: &Assumptions) -> Option<(Decimal, String)> {
         let r = a.reads.as_ref()?;
@@ -97,39 +75,6 @@ impl FeedAssumptions {
                 ),
             )
         })
-    }
-}
-
-/// One store against the GPUs' need.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Feed {
-    /// Bytes/s the store gives the GPUs, and from where (`None`: not modelled).
-    pub supply: Option<Decimal>,
-    pub supply_from: String,
-    pub need: Decimal,
-    pub need_from: String,
-    /// GPU hours a month spent waiting on the store, and their cost a month.
-    pub stall_hours_per_month: Decimal,
-    pub stall_per_month: Usd,
-}
-
-impl Feed {
-    /// `Some(true)` when the store keeps up, `Some(false)` when it stalls the GPUs, `None` when
-    /// its rate is not known.
-    pub fn can_feed(&self) -> Option<bool> {
-        if self.need.is_zero() {
-            return Some(true);
-        }
-        self.supply.map(|s| s >= self.need)
-    }
-
-    /// A short mark for tables: `ok`, `stalls Nh/mo`, or `rate?`.
-    pub fn mark(&self) -> String {
-        match self.can_feed() {
-            Some(true) => "ok".to_string(),
-            Some(false) => format!("stalls {}h/mo", self.stall_hours_per_month.round_dp(0)),
-            None => "rate?".to_string(),
-        }
     }
 }
 

@@ -5,6 +5,7 @@ pub mod feed;
 pub mod file;
 pub mod horizon;
 pub mod model;
+pub mod options;
 pub mod price;
 pub mod render;
 pub mod render_during;

@@ -14,50 +14,13 @@
 //!   of the account the credit covers are printed with the conditions; they cannot be checked here.
 
 use super::candidate::{Assumptions, Time};
+pub use super::options::{WaiverCheck, WaiverStatus};
 use super::price::{months_of, move_egress};
 use crate::catalog::{ExitWaiver, Place};
 use crate::money::Usd;
 use crate::units::{fmt_bytes, fmt_duration};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
-
-/// How much of a waiver is credited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaiverStatus {
-    /// Every byte fits the window.
-    Credited,
-    /// Only the bytes copied within the window are credited.
-    Partial,
-    /// Nothing is credited (the GPUs stay, or the move stays within the provider).
-    Refused,
-}
-
-impl WaiverStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WaiverStatus::Credited => "credited",
-            WaiverStatus::Partial => "partial",
-            WaiverStatus::Refused => "refused",
-        }
-    }
-}
-
-/// The waiver of one move, checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WaiverCheck {
-    pub status: WaiverStatus,
-    pub window_days: u32,
-    /// `approval`, `start-date` or `unstated`.
-    pub window_starts: &'static str,
-    pub bytes_total: u64,
-    /// Bytes copied within the window (all of them when credited, none when refused).
-    pub bytes_in_window: u64,
-    /// Egress credited, and egress still charged (`credited + charged` = egress before the waiver).
-    pub credited: Usd,
-    pub charged: Usd,
-    /// Why, in a sentence (also a warning of the candidate).
-    pub reason: String,
-}
 
 /// Egress after the waiver's credit, and the check (`None` without `--exit-waiver`, without a
 /// waiver in the catalog, or with nothing to credit). Warnings say what was credited and why.
