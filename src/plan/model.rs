@@ -5,7 +5,8 @@
 //! - `egress`: bytes leaving the source. Same provider and region: `transfer.same_region_per_gb`;
 //!   same provider, other region: `inter_region_per_gb`; otherwise internet egress, billed per
 //!   month (the move's bytes are spread evenly over the months it takes), free allowance taken from
-//!   the lowest tier, zero-egress multiples of the stored corpus applied. `--exit-waiver` credits it.
+//!   the lowest tier, zero-egress multiples of the stored corpus applied. `--exit-waiver` credits what the
+//!   waiver's conditions allow (see [`super::waiver`]).
 //! - `source_requests`: LIST pages of 1,000 keys + one GET per object (as `exec` reads by default;
 //!   one ranged GET per part of a multipart upload with `--ranged-reads`) + one HEAD of part 1 per
 //!   object above the multipart threshold at an S3-API source (such an object is assumed to have
@@ -22,14 +23,19 @@
 //! - `storage_horizon` = `storage_per_month` × `--months`.
 //! - `early_deletion`: if the horizon is shorter than the class's minimum duration, the days left.
 //! - `exit_egress`: what leaving the destination again would cost (internet egress of the corpus).
-//! - `gpu_idle`: transfer hours × GPU cost per hour.
+//! - `gpu_idle`: transfer hours × GPU cost per hour, when idling is the option chosen for the time
+//!   of the move; `during_move`: the other options' cost (training from the source, a lazy
+//!   migration's stall; see [`super::during`]).
+//! - `read_stall` (with `--compute-at`): GPU hours lost to a store slower than the GPUs' need, priced
+//!   every month of the horizon (see [`super::feed`]).
 //!
 //! - `read_egress`, `read_requests`, `read_retrieval` (only with `--compute-at`): every month of the
 //!   horizon, the corpus read `reads_per_month` times from the destination by the compute location
 //!   (see [`super::horizon`]); `reads_per_month` is their monthly sum.
 //!
 //! `total` = all of the above except `storage_per_month` (counted through `storage_horizon`),
-//! `reads_per_month` (counted through the three `read_*` items) and `exit_egress` (reported
+//! `reads_per_month` (counted through the three `read_*` items), `read_stall_per_month`
+//! (through `read_stall`) and `exit_egress` (reported
 //! beside it).
 
 use super::corpus::Corpus;

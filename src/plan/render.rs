@@ -23,6 +23,9 @@
 //! `hash_cpu_seconds_per_gib`, `cores`, `shared_host`). `restore` (null unless `--restore-tier` applies to
 //! archive objects): `tier`, `auto`, `why`, `chosen` and `options` (`tier`, `fees`, `hours`,
 //! `hours_assumed`, `gpu_idle`, `total`).
+//! Each candidate's `during_move`, `waiver` and `read_feed`, the cost items `during_move`,
+//! `read_stall` and `read_stall_per_month`, and the document's `verdict` are described in
+//! [`super::render_during`].
 
 use super::corpus::Corpus;
 use super::horizon;
