@@ -584,6 +584,12 @@ fn assumptions_list(src: &Place, a: &Assumptions, ranked: &[Candidate]) -> Strin
     if let Some(r) = ranked.iter().find_map(|c| c.restore.as_ref()) {
         assume.push(r.why.clone());
     }
+    // What the GPUs need and what each store gives them ("not modelled" where nothing says).
+    assume.extend(
+        super::render_during::feed_lines(ranked)
+            .lines()
+            .map(|l| l.trim().trim_start_matches("Feed").trim().to_string()),
+    );
     for x in assume {
         let _ = write!(h, "<li>{}</li>", esc(&x));
     }
