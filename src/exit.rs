@@ -114,6 +114,7 @@ impl Exit {
             Exit::Credentials
         } else if !r.failed.is_empty()
             || !r.refused.is_empty()
+            || !r.changed_since_inventory.is_empty()
             || deletes.is_some_and(|d| !d.failed.is_empty())
         {
             Exit::Partial

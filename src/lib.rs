@@ -32,6 +32,7 @@ pub mod bwlimit;
 pub mod catalog;
 pub mod checksum;
 pub mod exit;
+pub mod inventory;
 pub mod job;
 pub mod journal;
 pub mod json;

@@ -151,6 +151,11 @@ pub struct CopyArgs {
     /// source (a typo'd prefix) exits 11 and nothing is created at the destination.
     #[arg(long)]
     pub allow_empty_source: bool,
+    /// Take the source's objects from its inventory report instead of listing it: an S3
+    /// Inventory manifest.json, an Azure Blob Inventory <rule>-manifest.json or a GCS inventory
+    /// report manifest (CSV or Parquet), a local file or a location (s3://inv/…/manifest.json).
+    #[arg(long, value_name = "MANIFEST")]
+    pub inventory: Option<String>,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -190,6 +195,11 @@ pub struct ExecArgs {
     /// source (a typo'd prefix) exits 11 and nothing is created at the destination.
     #[arg(long)]
     pub allow_empty_source: bool,
+    /// Take the source's objects from its inventory report instead of listing it: an S3
+    /// Inventory manifest.json, an Azure Blob Inventory <rule>-manifest.json or a GCS inventory
+    /// report manifest (CSV or Parquet), a local file or a location (s3://inv/…/manifest.json).
+    #[arg(long, value_name = "MANIFEST")]
+    pub inventory: Option<String>,
     #[command(flatten)]
     pub engine: EngineArgs,
 }

@@ -22,12 +22,14 @@ pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<
         &args.src,
         &args.dst,
         remotes,
-        args.allow_empty_source,
+        // An inventory-driven run lists nothing at the source, not even to see it is empty.
+        args.allow_empty_source || args.inventory.is_some(),
     )?;
     moverctl::job::trust::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, None)?;
     r.quiet = args.quiet;
-    drive(src, dst, r, None, catalog, None)
+    let inventory = args.inventory.map(|i| (i, remotes.clone()));
+    drive(src, dst, r, (None, inventory), catalog, None)
 }
 
 pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<Exit, CliError> {
@@ -43,7 +45,7 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
     let src_loc = located(&args.src, &plan.source.location, "source", "src")?;
     let dst_loc = located(&args.dst, &plan.destination.location, "destination", "dst")?;
     // A shard's range may rightly list empty (the shard domain checks its shortfall).
-    let allow_empty = args.allow_empty_source || args.shard.is_some();
+    let allow_empty = args.allow_empty_source || args.shard.is_some() || args.inventory.is_some();
     let (mut src, mut dst) =
         moverctl::job::trust::open_pair_guarded(catalog, &src_loc, &dst_loc, remotes, allow_empty)?;
     let shard = moverctl::job::shard::for_exec(
@@ -67,7 +69,13 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
         );
     }
     r.quiet = args.quiet;
-    drive(src, dst, r, Some(&plan), catalog, shard)
+    let inventory = args.inventory.map(|i| (i, remotes.clone()));
+    let exit = drive(src, dst, r, (Some(&plan), inventory), catalog, shard)?;
+    let done = exit == Exit::Success && !args.engine.dry_run;
+    if let Some(next) = moverctl::job::plan::hops::next_step(&args.plan, &plan, done) {
+        eprintln!("moverctl: {next}");
+    }
+    Ok(exit)
 }
 
 /// What copy and exec show while they run: the progress display, each object's line with
@@ -112,7 +120,7 @@ fn drive(
     src: Store,
     dst: Store,
     r: Resolved,
-    plan: Option<&PlanFile>,
+    (plan, inventory): (Option<&PlanFile>, Option<(String, Remotes)>),
     catalog: &Catalog,
     shard: Option<moverctl::job::shard::ShardRun>,
 ) -> Result<Exit, CliError> {
@@ -139,6 +147,7 @@ fn drive(
         journal_path: r.journal_path.clone(),
         plan,
         shard,
+        inventory,
     };
     let outcome = moverctl::job::copy::run(catalog, src, dst, job, &shown);
     progress.finish();

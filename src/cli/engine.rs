@@ -267,6 +267,7 @@ pub(super) fn resolve(
             stream_single_put: !e.no_streamed_put,
             metadata: metadata_policy(e)?,
             journal_proof_only: false,
+            inventory: None,
         },
         limits,
         journal_path,

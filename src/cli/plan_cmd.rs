@@ -199,6 +199,14 @@ pub struct PlanArgs {
         requires = "shards"
     )]
     pub progress: Option<String>,
+    /// Multi-hop: after the move to the destination (--pick, or the cheapest), copy on from there
+    /// to PLACE, e.g. --to coreweave --then backblaze-b2 (a cold copy fed from CoreWeave's free
+    /// egress); repeat for more legs. Each leg is priced from the previous leg's destination.
+    #[arg(long, value_name = "PLACE", value_delimiter = ',')]
+    pub then: Vec<String>,
+    /// The location of each --then place, in the same order (recorded in its leg's plan file).
+    #[arg(long, value_name = "LOCATION", requires = "then")]
+    pub then_dst: Vec<String>,
     #[command(flatten)]
     pub tiering: moverctl::job::plan_tiering::TieringArgs,
 }
@@ -313,7 +321,26 @@ fn resolve(
         config: config.map(std::path::Path::to_path_buf),
         report: args.report.clone(),
         save,
+        then: hops_of(&args)?,
     })
+}
+
+/// `--then` places with their `--then-dst` locations (by position).
+fn hops_of(args: &PlanArgs) -> Result<Vec<moverctl::job::plan::hops::Hop>, CliError> {
+    if args.then_dst.len() > args.then.len() {
+        return Err(usage(format!(
+            "--then-dst is given {} times for {} --then place(s): give one location per place, in the same order",
+            args.then_dst.len(),
+            args.then.len()
+        )));
+    }
+    let hops = (args.then.iter().map(|s| s.trim()).filter(|s| !s.is_empty()))
+        .enumerate()
+        .map(|(i, to)| moverctl::job::plan::hops::Hop {
+            to: to.to_string(),
+            location: args.then_dst.get(i).cloned(),
+        });
+    Ok(hops.collect())
 }
 
 /// The corpus: `--inventory`, a listing of `--src` (without `--bytes`, `--objects` and
@@ -491,6 +518,15 @@ pub fn run(
     if let Some(saved) = out.saved {
         say(saved_message(&saved?));
     }
+    if let Some(legs) = out.saved_legs {
+        for (i, p) in legs?.iter().enumerate() {
+            let p = p.display();
+            say(format!(
+                "Saved {p} (leg {}) — run it after the leg before it has finished: moverctl exec {p}",
+                i + 2
+            ));
+        }
+    }
     if !json {
         println!("{verdict}");
     }
@@ -533,6 +569,10 @@ fn json_of(spec: &PlanSpec, out: &PlanOutcome) -> serde_json::Value {
             o["probe"] = probe(out.destination_of(c).and_then(|i| out.probes[i].as_ref()));
         }
     }
+    v["hops"] = out
+        .chain
+        .as_ref()
+        .map_or(serde_json::Value::Null, moverctl::plan::hops::json);
     v
 }
 
@@ -557,6 +597,9 @@ fn print_text(spec: &PlanSpec, out: &PlanOutcome, example: bool) {
             &out.ranked
         )
     );
+    if let Some(chain) = &out.chain {
+        print!("\n{}", moverctl::plan::hops::text(chain));
+    }
 }
 
 fn probe_date(p: &ProbeUse) -> String {

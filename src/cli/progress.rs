@@ -191,7 +191,8 @@ impl Progress {
                     tracing::info!(target: "moverctl::stats", "stats: {}", snap.line());
                     next_stats = Some(at + every);
                 }
-                std::thread::sleep(TICK);
+                // Parked, not slept: `finish` unparks it, so a run's end never waits for a tick.
+                std::thread::park_timeout(TICK);
             }
             for (_, b) in bars {
                 b.finish_and_clear();
@@ -216,6 +217,7 @@ impl Progress {
     pub(super) fn finish(mut self) {
         self.stop.store(true, Relaxed);
         if let Some(t) = self.ticker.take() {
+            t.thread().unpark();
             let _ = t.join();
         }
         if self.multi.is_some() {

@@ -21,6 +21,7 @@
 //!     journal_path: dir.path().join("journal.db"),
 //!     plan: None,
 //!     shard: None,
+//!     inventory: None,
 //! };
 //! let out = job::copy::run(&catalog, src, dst, job, &job::Quiet).unwrap();
 //! assert_eq!((out.report.copied, out.exit), (1, moverctl::exit::Exit::Success));
@@ -72,6 +73,9 @@ pub struct CopyJob<'a> {
     pub journal_path: PathBuf,
     pub plan: Option<&'a PlanFile>,
     pub shard: Option<ShardRun>,
+    /// `--inventory MANIFEST` (and the remotes its location may name): the source side is the
+    /// inventory's objects under the source location, sorted before the run (no source LIST).
+    pub inventory: Option<(String, Remotes)>,
 }
 
 /// What a copy or exec run did.
@@ -132,10 +136,14 @@ pub fn run(
     };
     let unprobed = super::trust::unprobed_s3(catalog, &dst);
     let policy = crate::transfer::diff::JoinPolicy::for_pair(&src, &dst, false);
+    let mut opts = job.opts.clone();
+    if let Some((given, remotes)) = &job.inventory {
+        opts.inventory = Some(session.block_on(inventory_of(given, remotes, &src, observer))?);
+    }
     let run = Run {
         src,
         dst,
-        opts: job.opts.clone(),
+        opts,
         limits: job.limits.clone(),
         journal,
         stop: session.stop.clone(),
@@ -192,6 +200,33 @@ pub fn run(
         finish_shard(&session, s, p, w, &job, &mut out, observer);
     }
     Ok(out)
+}
+
+/// `--inventory`: the manifest read and its objects under `src` sorted; the observer is told
+/// how many (and how many rows were no current object or outside the source).
+async fn inventory_of(
+    given: &str,
+    remotes: &Remotes,
+    src: &Store,
+    observer: &dyn Observer,
+) -> Result<std::sync::Arc<crate::inventory::sorted::Sorted>, JobError> {
+    if src.local_root.is_some() {
+        return Err(JobError::Usage(format!(
+            "--inventory takes a bucket's inventory report; the source {} is a local folder",
+            src.shown()
+        )));
+    }
+    let opened = crate::inventory::open(given, remotes).await?;
+    let sorted = crate::inventory::sorted::Sorted::build(&opened, src).await?;
+    observer.note(&format!(
+        "{} {given}: {} objects under {} ({} rows were no current object, {} outside the source); the source is not listed",
+        opened.manifest.provider.as_str(),
+        sorted.objects,
+        src.shown(),
+        sorted.skipped,
+        sorted.outside,
+    ));
+    Ok(std::sync::Arc::new(sorted))
 }
 
 /// A shard's last record, then the shard and the whole move set against the plan.

@@ -375,6 +375,7 @@ fn drain_one(
         journal_path: journal_path.clone(),
         plan: None,
         shard: None,
+        inventory: None,
     };
     let run = match super::copy::run(catalog, src, dst, copy, observer) {
         Ok(run) => run,

@@ -24,6 +24,8 @@ pub enum JobError {
     Probe(#[from] crate::probe::ProbeError),
     #[error("{0}")]
     Usage(String),
+    #[error(transparent)]
+    Inventory(#[from] crate::inventory::InventoryError),
     /// The pair's run lock: held by another run (exit 6), or its file could not be used.
     #[error(transparent)]
     Lock(#[from] crate::lock::LockError),
@@ -66,6 +68,10 @@ impl JobError {
         match self {
             JobError::Catalog(CatalogError::Io { .. }) => Exit::BadInput,
             JobError::Catalog(_) | JobError::Corpus(_) | JobError::Usage(_) => Exit::BadInput,
+            JobError::Inventory(crate::inventory::InventoryError::Open(
+                crate::store::OpenError::Credentials(_),
+            )) => Exit::Credentials,
+            JobError::Inventory(_) => Exit::BadInput,
             JobError::Plan(PlanError::Io { .. }) => Exit::Failure,
             JobError::Plan(_) => Exit::BadInput,
             JobError::Config(_) | JobError::Location(_) => Exit::BadInput,

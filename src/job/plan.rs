@@ -13,6 +13,7 @@
 //! side, each destination's probe (of the destination location or a folder above it when there is
 //! one destination, else the newest of its provider) the PUT side and the CPU.
 
+pub mod hops;
 mod probes;
 mod save;
 
@@ -54,6 +55,8 @@ pub struct PlanSpec {
     pub report: Option<PathBuf>,
     /// Save a plan file.
     pub save: Option<Save>,
+    /// Multi-hop: the places the data is copied on to after the first leg (`--then`), in order.
+    pub then: Vec<hops::Hop>,
 }
 
 impl PlanSpec {
@@ -72,6 +75,7 @@ impl PlanSpec {
             config: None,
             report: None,
             save: None,
+            then: Vec::new(),
         }
     }
 }
@@ -128,6 +132,10 @@ pub struct PlanOutcome<'c> {
     /// The plan file saved, or why it could not be; `None` without one asked for, or when the
     /// report could not be written.
     pub saved: Option<Result<Saved, JobError>>,
+    /// Multi-hop (`--then`): every leg, the first being the move a saved plan takes.
+    pub chain: Option<crate::plan::hops::Chain>,
+    /// The plan files of the legs after the first, saved beside the first's.
+    pub saved_legs: Option<Result<Vec<PathBuf>, JobError>>,
 }
 
 impl PlanOutcome<'_> {
@@ -233,6 +241,15 @@ pub fn plan<'c>(
         probes,
         report: None,
         saved: None,
+        chain: None,
+        saved_legs: None,
+    };
+    let later = match hops::chain(catalog, spec, &out)? {
+        Some((chain, later)) => {
+            out.chain = Some(chain);
+            later
+        }
+        None => Vec::new(),
     };
     if let Some(path) = &spec.report {
         out.report = Some(save::write_report(catalog, spec, &out, path));
@@ -241,6 +258,10 @@ pub fn plan<'c>(
         && !matches!(out.report, Some(Err(_)))
     {
         out.saved = Some(save::save(catalog, spec, &out, s));
+        if let (Some(Ok(saved)), Some(chain)) = (&mut out.saved, &out.chain) {
+            let legs = hops::save_legs(catalog, spec, chain, &later, &mut saved.plan, &saved.path);
+            out.saved_legs = Some(legs);
+        }
     }
     Ok(out)
 }
@@ -356,6 +377,9 @@ pub fn read_corpus(
     observer: &dyn Observer,
 ) -> Result<Corpus, JobError> {
     match source {
+        CorpusSource::Inventory(path, _) if super::shard::split::is_manifest(path) => {
+            super::shard::split::manifest_corpus(path, None, config, Box::new(|_: &str, _| {}))
+        }
         CorpusSource::Inventory(path, format) => Ok(Corpus::from_inventory(path, format.clone())?),
         CorpusSource::Listing(loc) => list_corpus(config, loc, observer),
     }

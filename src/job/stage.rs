@@ -344,6 +344,7 @@ pub fn run(
         journal_path: journal_path.clone(),
         plan: None,
         shard: None,
+        inventory: None,
     };
     let started = SystemTime::now();
     let out = super::copy::run(catalog, src, dst, copy, observer)?;

@@ -26,6 +26,18 @@ pub fn event_json(ev: &Event, schema: &str) -> String {
         Event::Refused { key, reason } => {
             serde_json::json!({"event": "refused", "key": key, "reason": reason})
         }
+        Event::Stale {
+            key,
+            bytes,
+            gone,
+            reason,
+        } => {
+            let event = match gone {
+                true => "gone_since_inventory",
+                false => "changed_since_inventory",
+            };
+            serde_json::json!({"event": event, "key": key, "bytes": bytes, "reason": reason})
+        }
     };
     super::stamp(schema, v).to_string()
 }
@@ -50,6 +62,21 @@ pub fn refused_json(r: &Report) -> serde_json::Value {
             .take(100)
             .map(|f| serde_json::json!({"key": f.key, "reason": f.error}))
             .collect::<Vec<_>>(),
+    })
+}
+
+/// The `since_inventory` object of a JSON summary (`--inventory` runs): objects changed or gone
+/// at the source since the inventory, counts and the first 100 keys with what was found.
+pub fn since_inventory_json(r: &Report) -> serde_json::Value {
+    let keys = |v: &[crate::transfer::Failure]| {
+        v.iter()
+            .take(100)
+            .map(|f| serde_json::json!({"key": f.key, "reason": f.error}))
+            .collect::<Vec<_>>()
+    };
+    serde_json::json!({
+        "changed": {"objects": r.changed_since_inventory.len(), "keys": keys(&r.changed_since_inventory)},
+        "gone": {"objects": r.gone_since_inventory.len(), "keys": keys(&r.gone_since_inventory)},
     })
 }
 
@@ -81,6 +108,7 @@ pub fn summary_json(r: &Report, plan: Option<&PlanFile>, ids: &RunIds) -> String
         "skipped": {"objects": r.skipped, "bytes": r.skipped_bytes},
         "failed": failed_json(r),
         "refused": refused_json(r),
+        "since_inventory": since_inventory_json(r),
         "filtered": r.filtered,
         "verified_by": r.verified_by,
         "no_source_digest": r.no_source_digest,

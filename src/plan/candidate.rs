@@ -79,6 +79,27 @@ pub struct Measured {
     /// GETs, taking the PUTs and the engine's own hashing compete for the same cores, so their
     /// seconds add up instead of overlapping.
     pub shared_host: bool,
+    /// The destination service's own copies (CopyObject / UploadPartCopy), which time a move
+    /// copied on the server ([`super::server_copy`]).
+    pub server_copy: Option<CopyRates>,
+}
+
+/// The service's own copies, as measured (see `probe::copy_rate::ServerCopy`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CopyRates {
+    /// One CopyObject of a small object, one in flight: the fixed cost of a copy.
+    pub copy_request_seconds: Decimal,
+    /// Seconds per GiB one CopyObject adds beyond its fixed cost.
+    pub copy_seconds_per_gib: Decimal,
+    /// Small CopyObjects per second with 32 in flight.
+    pub copies_per_second: Option<Decimal>,
+    /// Bytes per second of CopyObjects of large objects in parallel.
+    pub copy_bytes_per_second: Option<Decimal>,
+    /// Bytes per second of one object copied by UploadPartCopy, its parts in parallel.
+    pub part_copy_bytes_per_second: Option<Decimal>,
+    /// What starting `exec` takes before its first copy: the probes' own processes' start (each
+    /// opened one of the two stores exec opens), added to the move's time.
+    pub start_seconds: Option<Decimal>,
 }
 
 impl Default for Assumptions {
@@ -205,6 +226,8 @@ pub enum Bound {
     ServerThroughput,
     /// The engine's CPU seconds per GiB (hashing, copies, HTTP) over this machine's cores.
     ClientCpu,
+    /// What the destination service copies on the server at once, as a probe measured.
+    ServerCopy,
 }
 
 impl Bound {
@@ -217,6 +240,7 @@ impl Bound {
             Bound::ServerRequestRate => "server request rate",
             Bound::ServerThroughput => "server throughput",
             Bound::ClientCpu => "client CPU",
+            Bound::ServerCopy => "server copy",
         }
     }
 }
@@ -242,6 +266,12 @@ pub struct Time {
     /// CPU over the cores, which takes cores from the servers; included in
     /// `server_request_seconds` and `server_throughput_seconds` (zero otherwise).
     pub shared_hashing_seconds: Decimal,
+    /// A move copied on the server, with a probe's copy rates: what the service copies at once
+    /// ([`super::server_copy`]); zero otherwise.
+    pub server_copy_seconds: Decimal,
+    /// A move copied on the server, with a probe's copy rates: exec's own start (see
+    /// [`CopyRates::start_seconds`]), included in `seconds`; zero otherwise.
+    pub start_seconds: Decimal,
 }
 
 /// Request counts by end and billing class.

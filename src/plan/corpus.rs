@@ -478,38 +478,13 @@ fn read_csv(
         }
         // S3 Inventory keys are URL-encoded.
         let key = if columns.is_some() {
-            percent_decoded(key)
+            crate::inventory::rows::percent_decoded(key)
         } else {
             key.to_string()
         };
         hist.add(&key, size, ci.and_then(|c| record.get(c)).map(str::trim));
     }
     Ok(())
-}
-
-/// `%XX` escapes decoded (as S3 Inventory writes keys); anything that does not decode to UTF-8
-/// is kept as written.
-fn percent_decoded(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
-    }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%'
-            && i + 2 < b.len()
-            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
-        {
-            out.push((h * 16 + l) as u8);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
 }
 
 /// A size given to `plan` (`--bytes`, profile sizes, part sizes): as [`crate::units::parse_bytes`],

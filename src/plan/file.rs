@@ -28,6 +28,20 @@ pub struct PlanFile {
     /// The move split into key ranges for many machines (`plan --shards N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<Shards>,
+    /// One leg of a multi-hop plan (`plan --then`): which, of how many, and the next leg's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leg: Option<LegOf>,
+}
+
+/// `[leg]`: this plan is leg `index` of `of`; `next` is the next leg's plan file (beside this
+/// one), run after this leg has finished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LegOf {
+    pub index: u32,
+    pub of: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// `[shards]`: N contiguous key ranges (see [`crate::shard`]), each run by `exec --shard K/N`.
@@ -311,6 +325,7 @@ impl PlanFile {
                 })
                 .collect(),
             shards: None,
+            leg: None,
         })
     }
 

@@ -169,20 +169,37 @@ fn time_of(
     }
     if path == CopyPath::ServerSide {
         // No byte passes through the workers: the path, the NICs and this machine's CPU do not
-        // bound the run; its requests do (the provider's internal copy rate is not published).
+        // bound the run; its requests do, and the service's own copying where a probe of the
+        // destination measured it (otherwise the provider's internal copy rate is unknown).
+        let measured = super::server_copy::seconds(dst, corpus, counts, a);
+        if let Some(m) = measured {
+            time.request_seconds = m.request_seconds;
+            time.server_copy_seconds = m.copy_seconds;
+            time.start_seconds = m.start_seconds;
+            // The small-PUT rate says nothing of copies: the copy rate replaces it.
+            time.server_request_seconds = Decimal::ZERO;
+        }
         let (bound, seconds) = binding(&[
             (Bound::Requests, time.request_seconds),
             (Bound::RateLimit, time.rate_limit_seconds),
             (Bound::Listing, time.listing_seconds),
             (Bound::ServerRequestRate, time.server_request_seconds),
+            (Bound::ServerCopy, time.server_copy_seconds),
         ]);
-        time.seconds = seconds + time.restore_seconds;
+        time.seconds = seconds + time.start_seconds + time.restore_seconds;
         time.bound = bound;
+        let how = if measured.is_some() {
+            "the time is the service's copy rate as probed at the destination".to_string()
+        } else {
+            format!(
+                "the time counts requests only, as {} publishes no internal copy rate (`moverctl probe` of the destination measures it)",
+                src.provider_id()
+            )
+        };
         warnings.push(format!(
-            "copied server-side ({} to {}, one service: CopyObject / UploadPartCopy, no bytes through the workers, no GETs); the time counts requests only, as {} publishes no internal copy rate; plan with --no-server-side for a streamed move",
+            "copied server-side ({} to {}, one service: CopyObject / UploadPartCopy, no bytes through the workers, no GETs); {how}; plan with --no-server-side for a streamed move",
             src.provider_id(),
             dst.provider_id(),
-            src.provider_id()
         ));
     }
     if let Some(r) = &a.restore {

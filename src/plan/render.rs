@@ -7,8 +7,9 @@
 //! `exit_egress`, `gpu_idle`, `total` — `total` is everything but `storage_per_month` and
 //! `exit_egress`), `time` (`seconds`, `bound`, and the seconds of each bound: `bandwidth`,
 //! `requests` (latency), `rate-limit`, `listing`, and with a saved probe `server request rate`,
-//! `server throughput`, `client CPU`; `shared_hashing_seconds`: with both ends on this machine,
-//! the engine's hashing over the cores, included in the two server bounds), `requests` (counts),
+//! `server throughput`, `client CPU`, and for a move copied on the server with a probe's copy
+//! rates `server copy` (`server_copy_seconds`); `shared_hashing_seconds`: with both ends on this
+//! machine, the engine's hashing over the cores, included in the two server bounds), `requests` (counts),
 //! `upload` and `warnings` (strings). Each candidate also has `kind` (`move` or `stay`),
 //! `break_even_month` (against staying; null when never within the horizon, for "stay" itself, or
 //! without `--compute-at`), `horizon` (`one_time`, `monthly`, and `cumulative`: the cost at the end
@@ -20,7 +21,9 @@
 //! objects in flight, `source_get_peak_per_second`, `destination_put_peak_per_second` at any
 //! number in flight, `source_get_one_seconds`, `destination_put_one_seconds` with one in flight,
 //! `source_get_bytes_per_second`, `destination_put_bytes_per_second`, `cpu_seconds_per_gib`,
-//! `hash_cpu_seconds_per_gib`, `cores`, `shared_host`). `restore` (null unless `--restore-tier` applies to
+//! `hash_cpu_seconds_per_gib`, `cores`, `shared_host`, and `server_copy`: the destination
+//! service's copies — `copy_request_seconds`, `copy_seconds_per_gib`, `copies_per_second`,
+//! `copy_bytes_per_second`, `part_copy_bytes_per_second` — or null). `restore` (null unless `--restore-tier` applies to
 //! archive objects): `tier`, `auto`, `why`, `chosen` and `options` (`tier`, `fees`, `hours`,
 //! `hours_assumed`, `gpu_idle`, `total`).
 //! Each candidate's `during_move`, `waiver` and `read_feed`, the cost items `during_move`,
@@ -114,6 +117,8 @@ fn candidate_json(i: usize, c: &Candidate, months: u32) -> Value {
             "server_throughput_seconds": dec(c.time.server_throughput_seconds),
             "client_cpu_seconds": dec(c.time.client_cpu_seconds),
             "shared_hashing_seconds": dec(c.time.shared_hashing_seconds),
+            "server_copy_seconds": dec(c.time.server_copy_seconds),
+            "start_seconds": dec(c.time.start_seconds),
             "effective_bandwidth_bytes_per_second": dec(c.time.effective_bandwidth),
         },
         "requests": {
@@ -180,6 +185,14 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
                 "hash_cpu_seconds_per_gib": m.hash_cpu_seconds_per_gib.map(dec),
                 "cores": m.cores,
                 "shared_host": m.shared_host,
+                "server_copy": m.server_copy.as_ref().map(|r| json!({
+                    "copy_request_seconds": dec(r.copy_request_seconds),
+                    "copy_seconds_per_gib": dec(r.copy_seconds_per_gib),
+                    "copies_per_second": r.copies_per_second.map(dec),
+                    "copy_bytes_per_second": r.copy_bytes_per_second.map(dec),
+                    "part_copy_bytes_per_second": r.part_copy_bytes_per_second.map(dec),
+                    "start_seconds": r.start_seconds.map(dec),
+                })),
             })),
         },
         "candidates": candidates,

@@ -64,7 +64,20 @@ pub(super) fn transfer_time(
     // Listing pages follow each other within one key range; ranges split across workers.
     let listing_seconds = Decimal::from(c.source_list) * latency / workers;
 
-    let mut m = measured_seconds(corpus, c, a.measured.as_ref());
+    // Bytes that skip this machine are not hashed by the engine either.
+    let not_hashed = (a.measured.clone()).map(|m| Measured {
+        hash_cpu_seconds_per_gib: None,
+        ..m
+    });
+    let mut m = measured_seconds(
+        corpus,
+        c,
+        if through_host {
+            a.measured.as_ref()
+        } else {
+            not_hashed.as_ref()
+        },
+    );
     if !through_host {
         // The probe measured throughput and CPU through this machine, which these bytes skip.
         m.throughput = Decimal::ZERO;
@@ -104,6 +117,8 @@ pub(super) fn transfer_time(
         server_throughput_seconds: m.throughput,
         client_cpu_seconds: m.cpu,
         shared_hashing_seconds: m.shared_hashing,
+        server_copy_seconds: Decimal::ZERO,
+        start_seconds: Decimal::ZERO,
     }
 }
 

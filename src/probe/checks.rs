@@ -48,6 +48,10 @@ pub(crate) async fn run_all(
     latency(ctx, opts, report).await;
     super::rates::request_rates(ctx, report).await;
     throughput(ctx, opts, report).await;
+    if let (Kind::S3, Some(s3)) = (ctx.store.kind, &opts.s3) {
+        let streams = opts.streams.max(1);
+        super::copy_rate::measure(ctx, s3, opts.stream_bytes, streams, report).await;
+    }
     Ok(())
 }
 

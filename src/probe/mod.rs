@@ -47,6 +47,12 @@
 //!   "client_cpu": { "hash_copy_seconds_per_gib": 2.1, "transfer_seconds_per_gib": 1.4,
 //!                   "copy_seconds_per_gib": 4.9, "cores": 2 },
 //!   "on_this_machine": true,
+//!   "server_copy": { "small_object_bytes": 16384, "small_copy_seconds": 0.004,
+//!                    "object_bytes": 16777216, "copy_seconds": 0.05,
+//!                    "small_copies_per_second": 900.0, "parallel": 8,
+//!                    "parallel_bytes_per_second": 2.1e9, "part_bytes": 5242880,
+//!                    "part_copy_bytes_per_second": 9.0e8,
+//!                    "process_start_seconds": 0.05 },
 //!   "cleanup": { "deleted": 61, "left": [] } }
 //! ```
 //! `status` is one of `yes`, `no`, `unknown`, `not-tested`. Measurements that could not be taken
@@ -55,6 +61,7 @@
 
 mod checks;
 mod common;
+pub mod copy_rate;
 /// An error in one short line (the S3 error code and message when it carries them).
 pub(crate) use common::short as short_error;
 pub mod rates;
@@ -163,6 +170,10 @@ pub struct ProbeReport {
     /// server work competes with the client's for the same cores.
     #[serde(default)]
     pub on_this_machine: bool,
+    /// How fast the service copies on the server ([`copy_rate`]); S3 with a signer only,
+    /// absent in older probe files.
+    #[serde(default)]
+    pub server_copy: Option<copy_rate::ServerCopy>,
     pub cleanup: Cleanup,
 }
 
@@ -355,6 +366,7 @@ pub(crate) fn random_u64() -> u64 {
 /// Run every check against `store` and return the report. Everything written is removed before
 /// this returns, whatever the outcome.
 pub async fn probe(store: &Store, opts: ProbeOpts) -> Result<ProbeReport, ProbeError> {
+    let started = copy_rate::since_process_start();
     let seed = random_u64();
     let scratch = format!("{}.moverctl-probe-{seed:016x}/", store.prefix);
     let ctx = Ctx {
@@ -387,6 +399,7 @@ pub async fn probe(store: &Store, opts: ProbeOpts) -> Result<ProbeReport, ProbeE
         request_rate_object_bytes: None,
         client_cpu: None,
         on_this_machine: store.local_root.is_some(),
+        server_copy: None,
         cleanup: Cleanup::default(),
     };
     let outcome = {
@@ -402,6 +415,9 @@ pub async fn probe(store: &Store, opts: ProbeOpts) -> Result<ProbeReport, ProbeE
             None => run.await,
         }
     };
+    if let Some(sc) = &mut report.server_copy {
+        sc.process_start_seconds = started.map(|s| (s * 1000.0).round() / 1000.0);
+    }
     report.cleanup = cleanup(&ctx).await;
     match outcome {
         Ok(()) => Ok(report),

@@ -89,6 +89,9 @@ pub fn render_table(r: &ProbeReport) -> String {
             ),
         ]);
     }
+    if let Some(row) = server_copy_row(r) {
+        t.add_row(row);
+    }
     t.add_row(vec![
         "smallest part size accepted".to_string(),
         r.min_part_size_accepted
@@ -150,6 +153,30 @@ fn request_rate_row(r: &ProbeReport) -> Option<Vec<String>> {
             "best objects/s of {} objects; in flight {}",
             fmt_bytes(r.request_rate_object_bytes.unwrap_or(0)),
             levels.join(", ")
+        ),
+    ])
+}
+
+/// The server-side copy measured (S3 with a signer), as one row.
+fn server_copy_row(r: &ProbeReport) -> Option<Vec<String>> {
+    let c = r.server_copy.as_ref()?;
+    let s = |v: Option<f64>| v.map_or("-".to_string(), |x| ms(Some(x * 1000.0)));
+    let per = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}/s"));
+    Some(vec![
+        "server-side copy (CopyObject)".to_string(),
+        rate(c.parallel_bytes_per_second),
+        format!(
+            "{} copies of {} at once; one copy of {} {}, of {} {}; {} small copies ({} in flight); UploadPartCopy in parts of {}: {}",
+            c.parallel,
+            fmt_bytes(c.object_bytes),
+            fmt_bytes(c.object_bytes),
+            s(c.copy_seconds),
+            fmt_bytes(c.small_object_bytes),
+            s(c.small_copy_seconds),
+            per(c.small_copies_per_second),
+            32,
+            fmt_bytes(c.part_bytes),
+            rate(c.part_copy_bytes_per_second)
         ),
     ])
 }

@@ -87,6 +87,14 @@ fn counts_table(r: &Report) -> Table {
             "-".into(),
         ]);
     }
+    for (label, v) in [
+        ("changed since inventory", &r.changed_since_inventory),
+        ("gone since inventory", &r.gone_since_inventory),
+    ] {
+        if !v.is_empty() {
+            t.add_row(vec![label.to_string(), v.len().to_string(), "-".into()]);
+        }
+    }
     if r.filtered > 0 {
         t.add_row(vec![
             "filtered out".to_string(),
@@ -161,6 +169,19 @@ fn problem_lines(r: &Report, out: &mut String) {
     }
     for f in r.refused.iter().take(20) {
         out.push_str(&format!("refused: {:?}: {}\n", f.key, f.error));
+    }
+    for f in r
+        .changed_since_inventory
+        .iter()
+        .chain(&r.gone_since_inventory)
+        .take(20)
+    {
+        out.push_str(&format!("not copied: {}: {}\n", f.key, f.error));
+    }
+    if !r.changed_since_inventory.is_empty() {
+        out.push_str(
+            "! objects changed at the source since the inventory were not copied: copy them from a newer inventory or without --inventory\n",
+        );
     }
     let size_only = size_only(r);
     if size_only > 0 {

@@ -26,6 +26,7 @@ pub mod progress_store;
 pub mod range_md5;
 mod run;
 pub mod server_side;
+mod since;
 mod stream_put;
 pub mod sync;
 mod tally;
@@ -158,6 +159,10 @@ pub struct CopyOptions {
     /// journal row then costs one more upload of that file, not a receipt that can never be
     /// written.
     pub journal_proof_only: bool,
+    /// `--inventory`: the source side is this inventory's objects, in key order, instead of a
+    /// listing of the source (no LIST request); an object that changed or is gone since the
+    /// inventory is reported as such ([`Report::changed_since_inventory`]), never copied.
+    pub inventory: Option<Arc<crate::inventory::sorted::Sorted>>,
 }
 
 impl CopyOptions {
@@ -189,6 +194,7 @@ impl CopyOptions {
             stream_single_put: true,
             metadata: Default::default(),
             journal_proof_only: false,
+            inventory: None,
         }
     }
 }
@@ -235,7 +241,7 @@ impl Counters {
                 self.done_objects.fetch_add(1, Relaxed);
                 self.done_bytes.fetch_add(*bytes, Relaxed);
             }
-            Event::Failed { .. } | Event::Refused { .. } => {
+            Event::Failed { .. } | Event::Refused { .. } | Event::Stale { .. } => {
                 self.failed_objects.fetch_add(1, Relaxed);
             }
             Event::WouldCopy { .. } => {}
@@ -327,6 +333,11 @@ pub struct Report {
     pub dest_only_bytes: u64,
     /// Keys only at the destination that `--include`/`--exclude` leave out: never candidates.
     pub dest_filtered: u64,
+    /// `--inventory`: objects whose size or ETag at the source is no longer the inventory's
+    /// (not copied; the run exits 3), and objects the source no longer holds (404; nothing to
+    /// copy). Neither is journaled as copied.
+    pub changed_since_inventory: Vec<Failure>,
+    pub gone_since_inventory: Vec<Failure>,
 }
 
 impl Report {
@@ -380,6 +391,14 @@ pub enum Event {
     },
     Refused {
         key: String,
+        reason: String,
+    },
+    /// An inventory-driven run's object that changed or is gone since the inventory: not
+    /// copied, not journaled as copied.
+    Stale {
+        key: String,
+        bytes: u64,
+        gone: bool,
         reason: String,
     },
 }

@@ -50,7 +50,23 @@ pub(super) async fn handle_object(
         drop(_permit);
         _permit = slots.acquire_owned().await.expect("slots open");
     }
+    let mut entry = entry;
+    if ctx.opts.inventory.is_some() {
+        // An inventory without a comparable ETag: one HEAD pins the version to copy.
+        if entry.e_tag.is_none()
+            && let Err(e) = super::since::pin(ctx, &mut entry).await
+        {
+            return (entry, Err(e), 1);
+        }
+    }
     let (res, attempts) = copy_with_retries(ctx, &entry).await;
+    let res = match res {
+        // A condition that failed or a 404: is the object still the inventory's?
+        Err(e) if ctx.opts.inventory.is_some() && super::since::may_be_stale(&e) => {
+            Err(super::since::explain(ctx, &entry, e).await)
+        }
+        r => r,
+    };
     (entry, res.map(|o| Done::Copied(o, reason)), attempts)
 }
 

@@ -94,7 +94,7 @@ impl Run {
                 journal.clone(),
             );
         }
-        let src_list = prefetch(list_counted(&src, None, list_src.clone()), LIST_AHEAD);
+        let src_list = prefetch(source_listing(&src, &opts, list_src.clone()), LIST_AHEAD);
         let dst_list = prefetch(list_destination(&dst, list_dst.clone()), LIST_AHEAD);
         let mut differ = Differ::with_policy(src_list, dst_list, policy);
         let ctx = Arc::new(run_context(src, dst, &opts, &limits, &journal, &counters).await);
@@ -151,6 +151,21 @@ impl Run {
         report.dest_objects = differ.dst_objects();
         report.elapsed = started.elapsed();
         Ok(report)
+    }
+}
+
+/// The source side of the run: its listing, or `--inventory`'s objects (no request).
+fn source_listing(
+    src: &Store,
+    opts: &CopyOptions,
+    requests: Arc<AtomicU64>,
+) -> futures::stream::BoxStream<
+    'static,
+    Result<crate::store::list::Listed, crate::store::list::ListError>,
+> {
+    match &opts.inventory {
+        Some(inv) => inv.listing(src),
+        None => list_counted(src, None, requests),
     }
 }
 
@@ -435,7 +450,7 @@ fn spawn_sizer(
     journal: Option<Arc<Mutex<Journal>>>,
 ) {
     use futures::StreamExt;
-    let mut listing = list_counted(src, None, requests);
+    let mut listing = source_listing(src, opts, requests);
     let mut opts = opts.clone();
     // A --files-from list is read alongside one listing: this one gets its own reader.
     opts.select = opts.select.independent();

@@ -84,6 +84,27 @@ pub(super) fn tally(
             });
             batch.push_written(copied_record(entry, o, attempts, unverified));
         }
+        Err(super::copy::CopyError::SinceInventory { gone, what }) => {
+            on_event(&Event::Stale {
+                key: entry.key.clone(),
+                bytes: entry.size,
+                gone,
+                reason: what.clone(),
+            });
+            let list = match gone {
+                true => &mut report.gone_since_inventory,
+                false => &mut report.changed_since_inventory,
+            };
+            list.push(Failure {
+                key: entry.key.clone(),
+                error: what.clone(),
+                kind: None,
+            });
+            // Journaled as failed, never as copied: the next run looks at it again.
+            if !batch.keeps_upload(&entry.key) {
+                batch.push(failed_record(entry, attempts, what));
+            }
+        }
         Err(e) => {
             let error = e.to_string();
             let kind = e.kind();

@@ -67,6 +67,7 @@ pub fn options() -> CopyOptions {
         stream_single_put: false,
         metadata: Default::default(),
         journal_proof_only: false,
+        inventory: None,
     }
 }
 

@@ -118,6 +118,7 @@ fn run_shard(
         journal_path: journal.to_path_buf(),
         plan: Some(plan),
         shard: Some(shard),
+        inventory: None,
     };
     job::copy::run(catalog, src, dst, job, obs).unwrap()
 }
@@ -214,6 +215,7 @@ fn a_run_is_priced_against_its_plan_to_the_micro_dollar() {
         journal_path: dir.path().join("journal.db"),
         plan: Some(&plan),
         shard: None,
+        inventory: None,
     };
     let out = job::copy::run(&catalog, a, b, job, &job::Quiet).unwrap();
     let r = &out.report;

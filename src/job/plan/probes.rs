@@ -3,6 +3,7 @@
 //! the engine's CPU per GiB) time the run.
 
 use crate::plan::model::{Assumptions, Measured};
+use crate::plan::server_copy::CopyRates;
 use rust_decimal::Decimal;
 use std::path::PathBuf;
 
@@ -57,6 +58,35 @@ pub fn measured_of(
         hash_cpu_seconds_per_gib: dec_of(cpu.as_ref().and_then(|c| c.hash_copy_seconds_per_gib)),
         cores: cpu.map_or(1, |c| c.cores.max(1) as u32),
         shared_host: s.is_some_and(|r| r.on_this_machine) && d.is_some_and(|r| r.on_this_machine),
+        server_copy: d
+            .and_then(|r| copy_rates(r.server_copy.as_ref()?))
+            .map(|mut c| {
+                // Exec opens both stores: each probe's process opened one.
+                let start = |r: Option<&crate::probe::ProbeReport>| {
+                    dec_of(r?.server_copy.as_ref()?.process_start_seconds)
+                };
+                c.start_seconds = match (start(s), start(d)) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (None, Some(b)) => Some(b + b),
+                    _ => None,
+                };
+                c
+            }),
+    })
+}
+
+/// The destination service's copies as the planner times them: `None` unless the probe measured
+/// at least a copy's fixed time and its per-byte time.
+fn copy_rates(c: &crate::probe::copy_rate::ServerCopy) -> Option<CopyRates> {
+    let fixed = dec_of(c.small_copy_seconds)?;
+    let per_gib = c.seconds_per_byte().map(|s| s * (1u64 << 30) as f64)?;
+    Some(CopyRates {
+        copy_request_seconds: fixed,
+        copy_seconds_per_gib: dec_of(Some(per_gib)).unwrap_or(Decimal::ZERO),
+        copies_per_second: dec_of(c.small_copies_per_second),
+        copy_bytes_per_second: dec_of(c.parallel_bytes_per_second),
+        part_copy_bytes_per_second: dec_of(c.part_copy_bytes_per_second),
+        start_seconds: None,
     })
 }
 

@@ -38,7 +38,7 @@ pub(super) fn write_report(
     {
         places.push(Place::resolve(catalog, &r.compute.canonical())?);
     }
-    let page = crate::plan::report::html(
+    let mut page = crate::plan::report::html(
         &out.source,
         &places,
         &spec.corpus,
@@ -46,6 +46,9 @@ pub(super) fn write_report(
         &out.ranked,
         &now(),
     );
+    if let Some(chain) = &out.chain {
+        page = crate::plan::hops::into_report(&page, chain);
+    }
     std::fs::write(path, page).map_err(|e| {
         JobError::Failure(format!("--report {}: cannot write it: {e}", path.display()))
     })?;
@@ -54,7 +57,11 @@ pub(super) fn write_report(
 
 /// The ranked candidate a saved plan moves to: the cheapest move, or the one picked.
 /// `--pick` may name a provider by an alias (`b2`).
-fn picked(catalog: &Catalog, ranked: &[Candidate], pick: Option<&str>) -> Result<usize, JobError> {
+pub(super) fn picked(
+    catalog: &Catalog,
+    ranked: &[Candidate],
+    pick: Option<&str>,
+) -> Result<usize, JobError> {
     match pick {
         None => ranked
             .iter()

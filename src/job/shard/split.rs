@@ -104,6 +104,19 @@ pub fn split(
         ));
     };
     let sketch = Rc::new(RefCell::new(Sketch::new(shards)));
+    if let Some((path, _)) = inventory
+        && is_manifest(path)
+    {
+        let s = sketch.clone();
+        let corpus = manifest_corpus(
+            path,
+            Some(src),
+            config,
+            Box::new(move |k: &str, size| s.borrow_mut().add(k, size)),
+        )?;
+        let ranges = sketch.borrow().split(shards);
+        return Ok(Split { corpus, ranges });
+    }
     if let Some((path, format)) = inventory {
         let s = sketch.clone();
         let corpus = Corpus::from_inventory_keys(
@@ -145,6 +158,51 @@ pub fn split(
         .map_err(|e| e.naming_credentials(&hint))?;
     let ranges = sketch.borrow().split(shards);
     Ok(Split { corpus, ranges })
+}
+
+/// `--inventory` names a service's inventory manifest (an S3 Inventory `manifest.json`, an
+/// Azure `<rule>-manifest.json`, a GCS report manifest) rather than a CSV or JSON-lines listing:
+/// a location on a store, or a local JSON file that parses as one.
+pub fn is_manifest(path: &Path) -> bool {
+    if !path.is_file() {
+        return path.to_str().is_some_and(|p| p.contains(':'));
+    }
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    crate::inventory::manifest::Manifest::parse(&text, "").is_ok()
+}
+
+/// The corpus of an inventory manifest (its data files read one at a time, row by row), each
+/// object's key (relative to `src`'s prefix when given; others left out) and size handed to
+/// `on_key`.
+pub fn manifest_corpus(
+    path: &Path,
+    src: Option<&str>,
+    config: Option<&Path>,
+    mut on_key: crate::plan::corpus::KeySink,
+) -> Result<Corpus, JobError> {
+    let remotes = Remotes::load(config)?;
+    let prefix = match src {
+        Some(s) => Store::open(s, &remotes)?.prefix,
+        None => String::new(),
+    };
+    let given = path.display().to_string();
+    let rt = super::super::runtime()?;
+    let mut corpus = CorpusBuilder::default();
+    rt.block_on(async {
+        let opened = crate::inventory::open(&given, &remotes).await?;
+        opened
+            .for_each_row(&mut |r| {
+                if let Some(k) = r.key.strip_prefix(prefix.as_str()) {
+                    on_key(k, r.size);
+                    corpus.add(r.size, r.class.as_deref());
+                }
+                Ok(())
+            })
+            .await
+    })?;
+    Ok(corpus.finish(format!("inventory {given}"))?)
 }
 
 /// The `[shards]` table of a plan built with the split's `ranges`.

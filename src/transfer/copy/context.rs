@@ -49,6 +49,10 @@ pub enum CopyError {
     },
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
+    /// `--inventory`: the source object is no longer the one the inventory lists (changed, or
+    /// gone: `gone`), as one HEAD of it showed.
+    #[error("{what}")]
+    SinceInventory { gone: bool, what: String },
 }
 
 impl CopyError {
@@ -63,6 +67,7 @@ impl CopyError {
             ),
             CopyError::Store { source, .. } => !crate::store::is_auth_error(source),
             CopyError::SourceChanged
+            | CopyError::SinceInventory { .. }
             | CopyError::TooLarge(_)
             | CopyError::NoSourceDigest
             | CopyError::Journal(_) => false,
