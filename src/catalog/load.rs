@@ -290,6 +290,15 @@ fn validate(f: &ProviderFile, file_name: &str) -> Result<(), Invalid> {
         check_date("exit_waiver.as_of", &w.as_of)?;
         check_date("exit_waiver.announced", &w.announced)?;
     }
+    if let Some(l) = &f.lazy_migration {
+        check_date("lazy_migration.as_of", &l.as_of)?;
+    }
+    if let Some(r) = &f.read_rate {
+        check_date("read_rate.as_of", &r.as_of)?;
+        if r.gbit_per_second.0 <= rust_decimal::Decimal::ZERO {
+            return err("read_rate.gbit_per_second", "must be above 0".to_string());
+        }
+    }
     if let Some(m) = &f.minimum_monthly {
         check_date("minimum_monthly.as_of", &m.as_of)?;
     }

@@ -153,6 +153,8 @@ pub fn price_dates(f: &ProviderFile) -> (String, String) {
     if let Some(w) = &f.exit_waiver {
         dates.push(w.as_of.to_string());
     }
+    dates.extend(f.lazy_migration.iter().map(|l| l.as_of.to_string()));
+    dates.extend(f.read_rate.iter().map(|r| r.as_of.to_string()));
     dates.extend(f.fast_tiers.iter().map(|t| t.as_of.to_string()));
     dates.sort();
     (

@@ -43,6 +43,13 @@ pub struct ProviderFile {
     pub limits: Limits,
     #[serde(default)]
     pub exit_waiver: Option<ExitWaiver>,
+    /// Lazy (read-through) migration into this provider: a miss is served from the source and
+    /// copied in (Cloudflare Sippy, Tigris shadow buckets); see [`LazyMigration`].
+    #[serde(default)]
+    pub lazy_migration: Option<LazyMigration>,
+    /// A published sustained read (egress) rate of one bucket or account (see [`ReadRate`]).
+    #[serde(default)]
+    pub read_rate: Option<ReadRate>,
     #[serde(default)]
     pub minimum_monthly: Option<MinimumMonthly>,
     /// Managed fast tiers (parallel file systems) this provider sells next to its object storage,
@@ -340,7 +347,67 @@ pub struct ExitWaiver {
     pub premium_tier_only: bool,
     #[serde(default)]
     pub storage_egress_only: bool,
+    /// When the `window_days` start counting: `approval` (the provider's approval notice),
+    /// `start-date` (the planned start date given in the request) or `unstated`.
+    pub window_starts: WindowStart,
+    /// The notice the provider asks for before the move (a sentence, printed with the plan).
+    pub notice: String,
+    /// What share of the account's data the credit covers, where the provider publishes it
+    /// (Google: the data held when the form was submitted); absent: not published.
+    #[serde(default)]
+    pub credit_covers: Option<String>,
     pub conditions: Vec<String>,
+    pub source: String,
+    pub as_of: Datetime,
+}
+
+/// When an exit waiver's window starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WindowStart {
+    Approval,
+    StartDate,
+    Unstated,
+}
+
+impl WindowStart {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WindowStart::Approval => "approval",
+            WindowStart::StartDate => "start-date",
+            WindowStart::Unstated => "unstated",
+        }
+    }
+}
+
+/// Lazy (read-through) migration the provider offers: a read that misses is served from the
+/// source bucket and the object copied in, so training can start at once and each object is
+/// pulled over by its first read.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LazyMigration {
+    /// The provider's name for it (`Sippy`, `shadow bucket`).
+    pub name: String,
+    /// Source providers it reads from (catalog ids).
+    pub sources: Vec<String>,
+    /// Any other source that speaks the S3 API is accepted too.
+    #[serde(default)]
+    pub any_s3_source: bool,
+    #[serde(default)]
+    pub note: Option<String>,
+    pub source: String,
+    pub as_of: Datetime,
+}
+
+/// A published sustained read rate (egress bandwidth) of one bucket or account, in Gbit/s.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadRate {
+    pub gbit_per_second: Dec,
+    /// What it is a limit of (`account`, `bucket`).
+    pub scope: RateScope,
+    #[serde(default)]
+    pub note: Option<String>,
     pub source: String,
     pub as_of: Datetime,
 }

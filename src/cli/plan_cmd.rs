@@ -103,6 +103,11 @@ pub struct PlanArgs {
     /// Months the --epochs are spread over; also the horizon (replaces --months).
     #[arg(long, value_name = "M", requires = "epochs", conflicts_with = "months")]
     pub over_months: Option<u32>,
+    /// The rate the GPUs read each store at, for every store or per provider (20Gbps, or
+    /// azure=50Gbps,backblaze-b2=5Gbps) [default: a saved probe's, else the provider file's
+    /// published limit, else not modelled and said so].
+    #[arg(long, value_name = "[PROVIDER=]RATE,…", requires = "compute_at")]
+    pub store_read_rate: Option<String>,
     /// Path bandwidth between source and destination.
     #[arg(long, default_value = "10Gbps")]
     pub bandwidth: String,
@@ -247,6 +252,8 @@ fn example_args(mut args: PlanArgs) -> Result<PlanArgs, CliError> {
     ex.epochs = args.epochs.take();
     ex.over_months = args.over_months.take();
     ex.restore_tier = args.restore_tier.take();
+    ex.store_read_rate = args.store_read_rate.take();
+    ex.tiering.read_rate = args.tiering.read_rate.take();
     ex.ranged_reads = args.ranged_reads;
     ex.no_server_side = args.no_server_side;
     ex.report = args.report.take();
@@ -379,7 +386,18 @@ fn assumptions_of(catalog: &Catalog, args: &PlanArgs) -> Result<Assumptions, Cli
         return Err(usage("--part-size must be at least 1MiB"));
     }
     let (months, reads) = reads_of(catalog, args)?;
+    if args.tiering.read_rate.is_some() && reads.is_none() {
+        return Err(usage("--read-rate needs --compute-at (or --tiering)"));
+    }
+    let feed = moverctl::plan::feed::FeedAssumptions::from_flags(
+        catalog,
+        args.tiering.read_rate.as_deref(),
+        Some(&args.tiering.train_hours),
+        args.store_read_rate.as_deref(),
+    )
+    .map_err(usage)?;
     Ok(Assumptions {
+        feed,
         months,
         reads,
         restore: None,
@@ -486,6 +504,7 @@ pub fn run(
     } else {
         print_text(&spec, &out, example);
     }
+    let verdict = moverctl::plan::render_during::verdict_line(out.best_assumptions(), &out.ranked);
     for n in &out.credential_notes {
         eprintln!("moverctl: {n}");
     }
@@ -511,6 +530,9 @@ pub fn run(
                 i + 2
             ));
         }
+    }
+    if !json {
+        println!("{verdict}");
     }
     Ok(())
 }

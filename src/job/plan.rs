@@ -207,6 +207,7 @@ pub fn plan<'c>(
         .collect::<Result<_, _>>()?;
     distinct_places(spec, &source, &destinations, observer)?;
     let (source_probe, probes) = find_probes(spec, &source, &destinations);
+    base.feed.probed = probes::read_rates(source_probe.as_ref(), &probes);
     let in_flight = (base.concurrency.max(1) as usize).saturating_mul(base.workers.max(1) as usize);
     let assumed: Vec<Assumptions> = probes
         .iter()

@@ -66,7 +66,15 @@ pub fn show(p: &Provider) -> Value {
         },
         "exit_waiver": f.exit_waiver.as_ref().map(|w| json!({
             "window_days": w.window_days, "requires_full_exit": w.requires_full_exit,
+            "window_starts": w.window_starts.as_str(), "notice": w.notice,
+            "credit_covers": w.credit_covers,
             "conditions": w.conditions, "source": w.source, "as_of": w.as_of.to_string()})),
+        "lazy_migration": f.lazy_migration.as_ref().map(|l| json!({
+            "name": l.name, "sources": l.sources, "any_s3_source": l.any_s3_source,
+            "note": l.note, "source": l.source, "as_of": l.as_of.to_string()})),
+        "read_rate": f.read_rate.as_ref().map(|r| json!({
+            "gbit_per_second": number(r.gbit_per_second.0), "scope": r.scope.as_str(),
+            "note": r.note, "source": r.source, "as_of": r.as_of.to_string()})),
     });
     stamp(PROVIDERS, v)
 }

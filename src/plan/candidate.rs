@@ -44,6 +44,8 @@ pub struct Assumptions {
     pub same_service: Option<bool>,
     /// `--delete-source`, `--worker-hourly`, `--accept-policy-risk` (see [`super::extra_costs`]).
     pub extras: super::extras::ExtraFlags,
+    /// What the GPUs need to read and what each store can give them.
+    pub feed: super::options::FeedAssumptions,
 }
 
 /// Bounds a probe measured. Each is optional: a bound that was not measured does not bind.
@@ -123,6 +125,7 @@ impl Default for Assumptions {
             server_side: true,
             same_service: None,
             extras: Default::default(),
+            feed: super::options::FeedAssumptions::default(),
         }
     }
 }
@@ -149,6 +152,13 @@ pub struct Cost {
     /// Source storage during the move, source early deletion, the restored copy, worker compute,
     /// GPU idle waiting for the restores of archive reads ([`super::extras::Extras`]).
     pub extras: super::extras::Extras,
+    /// What the option chosen for the time of the move costs when it is not idling (reading the
+    /// source for the move's duration, or the stall of a lazy migration's first pass). Paid once.
+    pub during_move: Usd,
+    /// GPU hours a month lost waiting for a store that cannot feed them, priced; over the
+    /// horizon and for one month.
+    pub read_stall: Usd,
+    pub read_stall_per_month: Usd,
 }
 
 impl Cost {
@@ -164,6 +174,8 @@ impl Cost {
             + self.read_requests
             + self.read_retrieval
             + self.extras.total()
+            + self.during_move
+            + self.read_stall
     }
 
     /// What is paid once, before the horizon's months: the move and the GPUs idling through it.
@@ -174,11 +186,15 @@ impl Cost {
             + self.retrieval
             + self.gpu_idle
             + self.extras.one_time()
+            + self.during_move
     }
 
     /// What every month of the horizon costs: storage and reads.
     pub fn monthly(&self) -> Usd {
-        self.storage_per_month + self.reads_per_month + self.extras.monthly()
+        self.storage_per_month
+            + self.reads_per_month
+            + self.extras.monthly()
+            + self.read_stall_per_month
     }
 
     /// Named items, in report order (storage per month and exit egress are beside the total).
@@ -199,7 +215,12 @@ impl Cost {
             ("reads_per_month", self.reads_per_month),
         ];
         items.extend(self.extras.items());
-        items.push(("total", self.total()));
+        items.extend([
+            ("during_move", self.during_move),
+            ("read_stall", self.read_stall),
+            ("read_stall_per_month", self.read_stall_per_month),
+            ("total", self.total()),
+        ]);
         items
     }
 }
@@ -335,6 +356,12 @@ pub struct Candidate {
     pub restore: Option<super::restore::Restore>,
     /// "Cannot take this corpus", policy risk, caveats by role ([`super::marking`]).
     pub marks: super::marks::Marks,
+    /// The exit waiver checked against its conditions (with `--exit-waiver`).
+    pub waiver: Option<super::options::WaiverCheck>,
+    /// What the GPUs do while the move runs: each option priced, the cheapest chosen (moves only).
+    pub during: Option<super::options::DuringMove>,
+    /// Whether the store the GPUs read from can feed them (with `--compute-at`).
+    pub feed: Option<super::options::Feed>,
 }
 
 /// Rank candidates: priced candidates first, then those with a policy risk not accepted, then

@@ -86,6 +86,9 @@ pub fn add(a: &Cost, b: &Cost) -> Cost {
         read_retrieval: a.read_retrieval + b.read_retrieval,
         reads_per_month: a.reads_per_month + b.reads_per_month,
         extras: a.extras.add(&b.extras),
+        during_move: a.during_move + b.during_move,
+        read_stall: a.read_stall + b.read_stall,
+        read_stall_per_month: a.read_stall_per_month + b.read_stall_per_month,
     }
 }
 

@@ -140,6 +140,7 @@ pub fn stay(src: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
         apply_reads(&mut cost, &p, a.months);
         p
     });
+    let feed = super::feed::apply(src, corpus, a, &mut cost, &mut warnings);
     let mut c = Candidate {
         kind: Kind::Stay,
         destination: "stay".to_string(),
@@ -165,6 +166,9 @@ pub fn stay(src: &Place, corpus: &Corpus, a: &Assumptions) -> Candidate {
         from_url: false,
         restore: None,
         marks: Default::default(),
+        waiver: None,
+        during: None,
+        feed,
     };
     super::extra_costs::archive_reads(src, corpus, a, true, &mut c);
     super::marking::mark(&mut c, src, src, false, a);

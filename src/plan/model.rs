@@ -5,7 +5,8 @@
 //! - `egress`: bytes leaving the source. Same provider and region: `transfer.same_region_per_gb`;
 //!   same provider, other region: `inter_region_per_gb`; otherwise internet egress, billed per
 //!   month (the move's bytes are spread evenly over the months it takes), free allowance taken from
-//!   the lowest tier, zero-egress multiples of the stored corpus applied. `--exit-waiver` credits it.
+//!   the lowest tier, zero-egress multiples of the stored corpus applied. `--exit-waiver` credits what the
+//!   waiver's conditions allow (see [`super::waiver`]).
 //! - `source_requests`: LIST pages of 1,000 keys + one GET per object (as `exec` reads by default;
 //!   one ranged GET per part of a multipart upload with `--ranged-reads`) + one HEAD of part 1 per
 //!   object above the multipart threshold at an S3-API source (such an object is assumed to have
@@ -22,14 +23,19 @@
 //! - `storage_horizon` = `storage_per_month` × `--months`.
 //! - `early_deletion`: if the horizon is shorter than the class's minimum duration, the days left.
 //! - `exit_egress`: what leaving the destination again would cost (internet egress of the corpus).
-//! - `gpu_idle`: transfer hours × GPU cost per hour.
+//! - `gpu_idle`: transfer hours × GPU cost per hour, when idling is the option chosen for the time
+//!   of the move; `during_move`: the other options' cost (training from the source, a lazy
+//!   migration's stall; see [`super::during`]).
+//! - `read_stall` (with `--compute-at`): GPU hours lost to a store slower than the GPUs' need, priced
+//!   every month of the horizon (see [`super::feed`]).
 //!
 //! - `read_egress`, `read_requests`, `read_retrieval` (only with `--compute-at`): every month of the
 //!   horizon, the corpus read `reads_per_month` times from the destination by the compute location
 //!   (see [`super::horizon`]); `reads_per_month` is their monthly sum.
 //!
 //! `total` = all of the above except `storage_per_month` (counted through `storage_horizon`),
-//! `reads_per_month` (counted through the three `read_*` items) and `exit_egress` (reported
+//! `reads_per_month` (counted through the three `read_*` items), `read_stall_per_month`
+//! (through `read_stall`) and `exit_egress` (reported
 //! beside it).
 
 use super::corpus::Corpus;
@@ -38,7 +44,7 @@ use super::requests::{CopyPath, count_requests};
 use super::timing::transfer_time;
 use crate::catalog::{OverMultiple, Place};
 use crate::money::Usd;
-use crate::units::{fmt_bytes_si, fmt_count, fmt_duration};
+use crate::units::{fmt_bytes_si, fmt_count};
 use rust_decimal::Decimal;
 
 pub use super::candidate::{
@@ -76,8 +82,8 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
 
     let time = time_of(src, dst, corpus, &counts, a, path, &mut warnings);
     let months_moving = months_of(time.seconds);
-    let (egress, egress_before_waiver) =
-        source_egress(src, dst, total_bytes, months_moving, a, &mut warnings);
+    let (egress, egress_before_waiver, waiver) =
+        source_egress(src, dst, total_bytes, &time, a, &mut warnings);
     let (source_requests, destination_requests) = requests_cost(src, dst, &counts, months_moving);
     let retrieval = retrieval_of(src, corpus, a, &mut warnings);
     let (storage_per_month, storage_horizon, early_deletion) =
@@ -91,14 +97,6 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
     }
 
     let gpu_idle = Usd(a.gpu_hourly.0 * time.seconds / Decimal::from(3600));
-    if !a.gpu_hourly.is_zero() {
-        warnings.push(format!(
-            "the GPU cluster idles for the whole transfer ({}): {} at {}/hour",
-            fmt_duration(time.seconds),
-            gpu_idle,
-            a.gpu_hourly
-        ));
-    }
     if objects > 0 && total_bytes / objects.max(1) < 1_000_000 && objects >= 1_000_000 {
         warnings.push(format!(
             "{} objects averaging {}: per-request fees and latency dominate; packing them into shards would cut both",
@@ -126,6 +124,8 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         super::horizon::apply_reads(&mut cost, &p, a.months);
         p
     });
+    let feed = super::feed::apply(dst, corpus, a, &mut cost, &mut warnings);
+    let during = super::during::choose(src, dst, corpus, a, &time, &mut cost, &mut warnings);
 
     let mut c = Candidate {
         kind: Kind::Move,
@@ -142,6 +142,9 @@ pub fn evaluate(src: &Place, dst: &Place, corpus: &Corpus, a: &Assumptions) -> C
         from_url,
         restore: a.restore.clone(),
         marks: Default::default(),
+        waiver,
+        during: Some(during),
+        feed,
     };
     super::extra_costs::price_move(src, corpus, a, &mut c);
     super::extra_costs::archive_reads(dst, corpus, a, false, &mut c);
@@ -211,16 +214,17 @@ fn time_of(
     time
 }
 
-/// Egress out of the source (the second value before an exit waiver's credit).
+/// Egress out of the source, the same before an exit waiver's credit, and the waiver checked
+/// against its conditions ([`super::waiver`]).
 fn source_egress(
     src: &Place,
     dst: &Place,
     total_bytes: u64,
-    months_moving: u32,
+    time: &Time,
     a: &Assumptions,
     warnings: &mut Vec<String>,
-) -> (Usd, Usd) {
-    let same_provider = src.provider_id() == dst.provider_id();
+) -> (Usd, Usd, Option<super::waiver::WaiverCheck>) {
+    let months_moving = months_of(time.seconds);
     let (egress_before_waiver, over) =
         move_egress(src, dst, total_bytes, total_bytes, months_moving);
     if over && src.egress().over_multiple == Some(OverMultiple::PolicyRisk) {
@@ -229,27 +233,16 @@ fn source_egress(
             src.provider_id()
         ));
     }
-    let mut egress = egress_before_waiver;
-    if a.exit_waiver && !same_provider {
-        match &src.provider.file.exit_waiver {
-            Some(w) if !egress_before_waiver.is_zero() => {
-                egress = Usd::ZERO;
-                warnings.push(format!(
-                    "exit waiver: {} of egress from {} is assumed credited; conditions: {}",
-                    egress_before_waiver,
-                    src.provider_id(),
-                    waiver_conditions(w)
-                ));
-            }
-            Some(_) => {}
-            None => warnings.push(format!(
-                "--exit-waiver: {} has no exit waiver in the catalog; egress is charged in full",
-                src.provider_id()
-            )),
-        }
-    }
-
-    (egress, egress_before_waiver)
+    let (egress, waiver) = super::waiver::check(
+        src,
+        dst,
+        total_bytes,
+        time,
+        egress_before_waiver,
+        a,
+        warnings,
+    );
+    (egress, egress_before_waiver, waiver)
 }
 
 /// Requests at both ends: the source's, the destination's.
@@ -362,26 +355,4 @@ fn destination_storage(
     }
 
     (storage_per_month, storage_horizon, early_deletion)
-}
-
-fn waiver_conditions(w: &crate::catalog::ExitWaiver) -> String {
-    let mut c = Vec::new();
-    if w.requires_full_exit {
-        c.push("move all data and workloads off the provider".to_string());
-    }
-    c.push(format!("finish within {} days", w.window_days));
-    if w.requires_approval {
-        c.push("needs the provider's approval first".to_string());
-    }
-    if w.credit_not_waiver {
-        c.push("paid back as a credit, not waived up front".to_string());
-    }
-    if w.premium_tier_only {
-        c.push("premium network tier only".to_string());
-    }
-    if w.storage_egress_only {
-        c.push("storage egress only".to_string());
-    }
-    c.extend(w.conditions.iter().cloned());
-    c.join("; ")
 }

@@ -28,6 +28,9 @@
 //! `hours_assumed`, `gpu_idle`, `total`). Marks and extras: `cannot_take`, `policy_risk`
 //! (`reason`, `accepted`), `caveats` (`role`, `provider`, `text`), `upload.streamed_objects` /
 //! `streamed_bytes`, and the `cost` items of [`super::extras`] (see docs/json.md).
+//! Each candidate's `during_move`, `waiver` and `read_feed`, the cost items `during_move`,
+//! `read_stall` and `read_stall_per_month`, and the document's `verdict` are described in
+//! [`super::render_during`].
 
 use super::corpus::Corpus;
 use super::horizon;
@@ -89,7 +92,7 @@ fn candidate_json(i: usize, c: &Candidate, months: u32) -> Value {
         .into_iter()
         .map(|u| u.to_json())
         .collect();
-    json!({
+    let mut v = json!({
         "rank": i + 1,
         "kind": c.kind.as_str(),
         "break_even_month": c.break_even_month,
@@ -141,7 +144,9 @@ fn candidate_json(i: usize, c: &Candidate, months: u32) -> Value {
             "streamed_bytes": c.counts.streamed_bytes,
         },
         "warnings": c.warnings,
-    })
+    });
+    super::render_during::candidate_json(&mut v, c);
+    v
 }
 
 pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate]) -> Value {
@@ -150,7 +155,7 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
         .enumerate()
         .map(|(i, c)| candidate_json(i, c, a.months))
         .collect();
-    json!({
+    let mut v = json!({
         "schema": "moverctl.plan/1",
         "source": src.canonical(),
         "corpus": {
@@ -181,7 +186,9 @@ pub fn json(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             "measured": a.measured.as_ref().map(measured_json),
         },
         "candidates": candidates,
-    })
+    });
+    super::render_during::document_json(&mut v, a, ranked);
+    v
 }
 
 /// The probe figures a plan applied (`assumptions.measured`).
@@ -265,6 +272,7 @@ pub fn text(src: &Place, corpus: &Corpus, a: &Assumptions, ranked: &[Candidate])
             crate::words::count(a.months.into(), "month"),
             src.canonical()
         ));
+        out.push_str(&super::render_during::feed_lines(ranked));
         out.push('\n');
         out.push_str(&horizon_table(a, ranked));
     } else {
@@ -309,7 +317,7 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
         horizon.as_str(),
         "break-\neven",
         "time",
-        "GPU\nidle",
+        "during\nmove",
         "leave\nlater",
     ]);
     for (i, c) in ranked.iter().enumerate() {
@@ -322,17 +330,24 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
         };
         // How the GPUs read it goes on a second line (the table fits 100 columns; see
         // `ranked_table`): the stay row also names the source.
+        let feed = match c.feed.as_ref().map(|f| f.mark()) {
+            Some(m) if m != "ok" => format!(", {m}"),
+            _ => String::new(),
+        };
         let path = c
             .reads
             .as_ref()
-            .map(|p| format!("reads: {}", p.route.as_str()));
+            .map(|p| format!("reads: {}{feed}", p.route.as_str()));
         let mark = c.marks.marker();
-        let name = match (c.kind, path) {
+        let mut name = match (c.kind, path) {
             (Kind::Stay, Some(p)) => format!("stay{mark}\n({})\n{p}", c.resolved),
             (Kind::Stay, None) => format!("stay{mark}\n({})", c.resolved),
             (Kind::Move, Some(p)) => format!("{}{mark}\n{p}", c.destination),
             (Kind::Move, None) => format!("{}{mark}", c.destination),
         };
+        if let Some(l) = super::render_during::during_line(c) {
+            name = format!("{name}\n{l}");
+        }
         table.add_row(vec![
             (i + 1).to_string(),
             name,
@@ -342,7 +357,7 @@ fn horizon_table(a: &Assumptions, ranked: &[Candidate]) -> String {
             k.total().to_string(),
             be,
             horizon::move_time(c),
-            k.gpu_idle.to_string(),
+            super::render_during::during_cell(c),
             match c.kind {
                 Kind::Stay => "-".to_string(),
                 Kind::Move => k.exit_egress.to_string(),

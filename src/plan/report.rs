@@ -55,7 +55,11 @@ const ITEMS: &[Item] = &[
         |k| k.read_requests + k.read_retrieval,
     ),
     ("early deletion", "early_deletion", |k| k.early_deletion),
-    ("GPU idle", "gpu_idle", |k| k.gpu_idle),
+    (
+        "GPU idle, stalls, reads during the move",
+        "gpu_idle during_move read_stall",
+        |k| k.gpu_idle + k.during_move + k.read_stall,
+    ),
     (
         "source storage, workers, restores",
         "source_storage source_early_deletion restored_copy worker_compute restore_idle",
@@ -488,7 +492,7 @@ svg { max-width: 100%; height: auto; } svg text { font-family: inherit; } .lbl {
 /// The ranked candidates: what the move costs once, a month, in total, and when it breaks even.
 fn ranked_table(ranked: &[Candidate], a: &Assumptions) -> String {
     let mut h = String::new();
-    h.push_str("<h2>Ranked candidates</h2><table id=\"ranked\"><thead><tr><th>#</th><th>candidate</th><th class=\"n\">move (once)</th><th class=\"n\">storage / month</th><th class=\"n\">reads / month</th><th>read path</th><th class=\"n\">total</th><th>break-even vs stay</th><th class=\"n\">leave later</th></tr></thead><tbody>");
+    h.push_str("<h2>Ranked candidates</h2><table id=\"ranked\"><thead><tr><th>#</th><th>candidate</th><th class=\"n\">move (once)</th><th class=\"n\">storage / month</th><th class=\"n\">reads / month</th><th>read path</th><th class=\"n\">total</th><th>break-even vs stay</th><th>during the move</th><th>read rate</th><th class=\"n\">leave later</th></tr></thead><tbody>");
     for (i, c) in ranked.iter().enumerate() {
         let k = &c.cost;
         let be = match (c.kind, c.break_even_month) {
@@ -500,7 +504,7 @@ fn ranked_table(ranked: &[Candidate], a: &Assumptions) -> String {
         };
         let _ = write!(
             h,
-            "<tr class=\"{}\" data-candidate=\"{}\" data-total=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+            "<tr class=\"{}\" data-candidate=\"{}\" data-total=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td data-during=\"{}\">{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
             c.kind.as_str(),
             esc(&c.destination),
             money(k.total()),
@@ -512,6 +516,27 @@ fn ranked_table(ranked: &[Candidate], a: &Assumptions) -> String {
             c.reads.as_ref().map_or("—", |p| p.route.as_str()),
             k.total(),
             esc(&be),
+            c.during.as_ref().map_or("", |d| d.chosen.as_str()),
+            esc(&c.during.as_ref().map_or("—".to_string(), |d| format!(
+                "{}: {}",
+                d.phrase(),
+                c.cost.gpu_idle + c.cost.during_move
+            ))),
+            esc(
+                &c.feed.as_ref().map_or("—".to_string(), |f| match f.supply {
+                    Some(s) => format!(
+                        "{} for {} needed{}",
+                        fmt_rate_bits(s),
+                        fmt_rate_bits(f.need),
+                        if f.can_feed() == Some(false) {
+                            format!(": stalls {} h a month", f.stall_hours_per_month.round_dp(1))
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    None => "not modelled".to_string(),
+                })
+            ),
             if c.kind == Kind::Stay {
                 "—".to_string()
             } else {
@@ -585,7 +610,11 @@ fn assumptions_list(src: &Place, a: &Assumptions, ranked: &[Candidate]) -> Strin
         ),
         format!(
             "exit waiver assumed: {}",
-            if a.exit_waiver { "yes" } else { "no" }
+            if a.exit_waiver {
+                "yes, as far as its conditions allow: only the bytes copied within its window at the predicted rate, never when the GPUs stay at the source"
+            } else {
+                "no"
+            }
         ),
     ];
     match &a.reads {
@@ -603,6 +632,12 @@ fn assumptions_list(src: &Place, a: &Assumptions, ranked: &[Candidate]) -> Strin
     if let Some(r) = ranked.iter().find_map(|c| c.restore.as_ref()) {
         assume.push(r.why.clone());
     }
+    // What the GPUs need and what each store gives them ("not modelled" where nothing says).
+    assume.extend(
+        super::render_during::feed_lines(ranked)
+            .lines()
+            .map(|l| l.trim().trim_start_matches("Feed").trim().to_string()),
+    );
     for x in assume {
         let _ = write!(h, "<li>{}</li>", esc(&x));
     }
@@ -672,12 +707,11 @@ pub fn html(
         esc(generated),
         env!("CARGO_PKG_VERSION")
     );
-    if let Some(best) = ranked.first() {
+    if !ranked.is_empty() {
         let _ = write!(
             h,
-            "<p><b>Cheapest over the horizon: {}</b>, {} in total.</p>",
-            esc(&name(best)),
-            best.cost.total()
+            "<p id=\"verdict\"><b>Verdict: {}</b></p>",
+            esc(&super::verdict::verdict(ranked, a.months))
         );
     }
 

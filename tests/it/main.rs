@@ -26,6 +26,7 @@ mod local;
 mod ls_status;
 mod matrix;
 mod ops;
+mod plan_during;
 mod plan_file;
 mod plan_golden;
 mod plan_hops;

@@ -137,3 +137,20 @@ impl ProbeUse {
         a
     }
 }
+
+/// The multi-stream GET rates the saved probes measured, by provider: (provider, bytes/s, the
+/// probe's location), the source's first.
+pub fn read_rates(
+    src: Option<&ProbeUse>,
+    dsts: &[Option<ProbeUse>],
+) -> Vec<(String, Decimal, String)> {
+    let mut out: Vec<(String, Decimal, String)> = Vec::new();
+    for p in src.into_iter().chain(dsts.iter().flatten()) {
+        if let Some(r) = dec_of(p.report.multi_stream_get_bytes_per_sec)
+            && !out.iter().any(|(id, _, _)| *id == p.provider)
+        {
+            out.push((p.provider.clone(), r, p.location.clone()));
+        }
+    }
+    out
+}

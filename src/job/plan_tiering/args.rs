@@ -87,13 +87,9 @@ pub struct TieringArgs {
     )]
     pub train_hours: String,
     /// The rate training consumes data at while it runs [default: the month's reads spread over
-    /// the training hours]. Reads from a slower tier stall the GPUs.
-    #[arg(
-        long,
-        value_name = "RATE",
-        requires = "tiering",
-        help_heading = "Tiering (--tiering)"
-    )]
+    /// the training hours]. Reads from a slower tier (or, with --compute-at, a slower store)
+    /// stall the GPUs.
+    #[arg(long, value_name = "RATE", help_heading = "Tiering (--tiering)")]
     pub read_rate: Option<String>,
     /// Jobs a month; each stages the working set onto the fast tier once.
     #[arg(
