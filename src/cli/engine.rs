@@ -234,8 +234,8 @@ pub(super) fn resolve(
     let verify = verify_of(e)?;
     let limits = rate_limits(e, src, dst)?;
     let (includes, excludes) = patterns(e)?;
-    if e.checkers == Some(0) {
-        return Err(usage("--checkers must be at least 1"));
+    if e.checkers == Some(0) || e.list_streams == 0 {
+        return Err(usage("--checkers and --list-streams must be at least 1"));
     }
     let select = selection(e)?;
     let journal_path = e
@@ -267,6 +267,8 @@ pub(super) fn resolve(
             stream_single_put: !e.no_streamed_put,
             metadata: metadata_policy(e)?,
             journal_proof_only: false,
+            list_streams: e.list_streams,
+            list_split_after: moverctl::transfer::LIST_SPLIT_AFTER,
         },
         limits,
         journal_path,

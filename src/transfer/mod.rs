@@ -20,6 +20,7 @@ pub mod diff;
 pub mod fidelity;
 pub mod filter;
 pub mod from_url;
+mod joins;
 pub mod local_dest;
 mod object;
 pub mod progress_store;
@@ -158,7 +159,20 @@ pub struct CopyOptions {
     /// journal row then costs one more upload of that file, not a receipt that can never be
     /// written.
     pub journal_proof_only: bool,
+    /// `--list-streams`: a large source listing is cut into up to this many key ranges, listed
+    /// and joined concurrently, and the objects in flight are taken from every range in turn
+    /// (see `joins`). 1: one ordered stream.
+    pub list_streams: usize,
+    /// Source keys the join passes before the rest of the listing is split (see `joins`): a
+    /// listing of fewer keys makes no request more.
+    pub list_split_after: usize,
 }
+
+/// `--list-streams` by default (bench/results/2026-12-06-list.md).
+pub const DEFAULT_LIST_STREAMS: usize = 8;
+
+/// [`CopyOptions::list_split_after`] by default: ten LIST pages.
+pub const LIST_SPLIT_AFTER: usize = 10_000;
 
 impl CopyOptions {
     /// The command line's defaults (`moverctl copy` with no flags) for a destination with these
@@ -189,6 +203,8 @@ impl CopyOptions {
             stream_single_put: true,
             metadata: Default::default(),
             journal_proof_only: false,
+            list_streams: DEFAULT_LIST_STREAMS,
+            list_split_after: LIST_SPLIT_AFTER,
         }
     }
 }

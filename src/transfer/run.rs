@@ -2,15 +2,16 @@
 //! each object to the pool of copy tasks under the run's slots, tally what the tasks return,
 //! and fill in the report's counts when the listing ends.
 
-use super::diff::{self, Action, Decision, Differ, JoinPolicy, Joined};
+use super::diff::{self, Action, Decision, JoinPolicy, Joined};
+use super::joins::Joins;
 use super::object::{Finished, credentials_stop, handle_object};
 use super::tally::{JournalBatch, tally};
 use super::{CopyOptions, Counters, Event, Failure, Fsync, Report, Run, RunError, Verify};
-use super::{LIST_AHEAD, copy::context, local_dest};
+use super::{copy::context, local_dest};
 use crate::journal::Journal;
 use crate::limit::Limits;
 use crate::store::Store;
-use crate::store::list::{Entry, list_counted, list_destination, prefetch};
+use crate::store::list::{Entry, list_counted};
 use context::Ctx;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -94,9 +95,15 @@ impl Run {
                 journal.clone(),
             );
         }
-        let src_list = prefetch(list_counted(&src, None, list_src.clone()), LIST_AHEAD);
-        let dst_list = prefetch(list_destination(&dst, list_dst.clone()), LIST_AHEAD);
-        let mut differ = Differ::with_policy(src_list, dst_list, policy);
+        let mut joins = Joins::start(
+            src.clone(),
+            dst.clone(),
+            &opts,
+            policy,
+            journal.clone(),
+            list_src.clone(),
+            list_dst.clone(),
+        );
         let ctx = Arc::new(run_context(src, dst, &opts, &limits, &journal, &counters).await);
         let mut pool = Pool::new(ctx.clone(), &opts, &journal, src_is_cloud, &mut on_event);
 
@@ -113,7 +120,7 @@ impl Run {
                 pool.report.stopped_for_credentials = Some(why);
                 break;
             }
-            let next = differ.next(journal.as_deref()).await;
+            let next = joins.next().await;
             let Some(item) = next else { break };
             let action = match item? {
                 Joined::Refused { key, reason } => {
@@ -148,7 +155,7 @@ impl Run {
         }
         count_requests(&mut report, &counters, &list_src, &list_dst);
         report.throttle_events = limits.throttle_events();
-        report.dest_objects = differ.dst_objects();
+        report.dest_objects = joins.dst_objects();
         report.elapsed = started.elapsed();
         Ok(report)
     }
