@@ -216,7 +216,18 @@ mod tests {
             ]
         );
         // Every key lies in exactly one sub-range, and only keys of the range do.
-        for k in ["a", "a0", "c~", "d", "d0", "m", "m\u{10FFFF}", "z", "z0", "é"] {
+        for k in [
+            "a",
+            "a0",
+            "c~",
+            "d",
+            "d0",
+            "m",
+            "m\u{10FFFF}",
+            "z",
+            "z0",
+            "é",
+        ] {
             let n = subs.iter().filter(|s| s.contains(k)).count();
             assert_eq!(n, usize::from(whole.contains(k)), "{k}");
         }
@@ -227,15 +238,9 @@ mod tests {
         let cells: Vec<(String, String)> = (0..10)
             .map(|i| (format!("d0{i}"), format!("d0{i}00/f")))
             .collect();
-        assert_eq!(
-            boundaries(&cells, 4, &r(None, None)),
-            ["d02", "d05", "d07"]
-        );
+        assert_eq!(boundaries(&cells, 4, &r(None, None)), ["d02", "d05", "d07"]);
         // Outside the range or not increasing: dropped.
-        assert_eq!(
-            boundaries(&cells, 4, &r(Some("d03"), Some("d07"))),
-            ["d05"]
-        );
+        assert_eq!(boundaries(&cells, 4, &r(Some("d03"), Some("d07"))), ["d05"]);
         assert!(boundaries(&cells[..1], 8, &r(None, None)).is_empty());
     }
 
@@ -261,7 +266,10 @@ mod tests {
         let s = Store::open("memory://split/", &Default::default()).unwrap();
         for k in keys {
             let path = object_store::path::Path::from(format!("split/{k}"));
-            s.inner.put(&path, PutPayload::from_static(b"x")).await.unwrap();
+            s.inner
+                .put(&path, PutPayload::from_static(b"x"))
+                .await
+                .unwrap();
         }
         s
     }
@@ -269,9 +277,7 @@ mod tests {
     #[tokio::test]
     async fn folders_are_found_and_cut_evenly_with_few_requests() {
         // 40 folders of 5 keys: d00/ … d39/.
-        let keys: Vec<String> = (0..200)
-            .map(|i| format!("d{:02}/f{i:04}", i / 5))
-            .collect();
+        let keys: Vec<String> = (0..200).map(|i| format!("d{:02}/f{i:04}", i / 5)).collect();
         let store = memory_with(&keys).await;
         let requests = Arc::new(AtomicU64::new(0));
         let whole = KeyRange::default();
@@ -293,7 +299,11 @@ mod tests {
         assert!(b[0].as_str() > "d25/f0127", "{b:?}");
         // One key, or one stream: nothing to cut.
         let one = memory_with(&["only".to_string()]).await;
-        assert!(split_points(&one, &whole, 8, requests.clone()).await.is_empty());
+        assert!(
+            split_points(&one, &whole, 8, requests.clone())
+                .await
+                .is_empty()
+        );
         assert!(split_points(&store, &whole, 1, requests).await.is_empty());
     }
 }

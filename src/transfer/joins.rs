@@ -30,7 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
 
-/// Items of one join waiting for the run's loop.
+/// Items of one join waiting for the run's loop (fewer when the run cuts after fewer keys, so
+/// that the first join is not far ahead of the copies when it is cut).
 const JOIN_AHEAD: usize = 256;
 
 type Item = Result<Joined, DiffError>;
@@ -58,6 +59,8 @@ struct Shared {
     list_src: Arc<AtomicU64>,
     list_dst: Arc<AtomicU64>,
     dst_objects: Arc<AtomicU64>,
+    /// Capacity of each join's channel.
+    ahead: usize,
 }
 
 /// The joins of a run, taken in turn.
@@ -83,9 +86,8 @@ impl Joins {
         list_dst: Arc<AtomicU64>,
     ) -> Joins {
         // --files-from is read alongside one listing, in its key order.
-        let split = opts.list_streams > 1
-            && split::splittable(&src)
-            && opts.select.files_from.is_none();
+        let split =
+            opts.list_streams > 1 && split::splittable(&src) && opts.select.files_from.is_none();
         let shared = Shared {
             src,
             dst,
@@ -94,6 +96,7 @@ impl Joins {
             list_src,
             list_dst,
             dst_objects: Arc::new(AtomicU64::new(0)),
+            ahead: opts.list_split_after.clamp(1, JOIN_AHEAD),
         };
         let (trigger, sample) = oneshot::channel();
         let cut = Arc::new(Mutex::new(Cut {
@@ -181,8 +184,10 @@ impl Joins {
             started = async { more.as_mut().expect("checked").recv().await }, if more.is_some() => {
                 Woke::Started(started)
             }
-            (item, k, _) = futures::future::select_all(ready.iter_mut().map(|r| Box::pin(r.recv()))),
-                if !ready.is_empty() => Woke::Item(k, item),
+            // Built only when polled: `select_all` of no future panics.
+            (item, k, _) = async {
+                futures::future::select_all(ready.iter_mut().map(|r| Box::pin(r.recv()))).await
+            }, if !ready.is_empty() => Woke::Item(k, item),
         }
     }
 }
@@ -197,7 +202,7 @@ enum Woke {
 
 /// One join on its own task, its items into a channel; the receiver is the run's.
 fn spawn_join(shared: &Shared, src: Listing, dst: Listing) -> mpsc::Receiver<Item> {
-    let (tx, rx) = mpsc::channel(JOIN_AHEAD);
+    let (tx, rx) = mpsc::channel(shared.ahead);
     let mut differ = Differ::with_policy(src, dst, shared.policy);
     let journal = shared.journal.clone();
     let count = shared.dst_objects.clone();
@@ -226,10 +231,16 @@ fn guarded(listing: Listing, cut: Arc<Mutex<Cut>>, after: Option<usize>) -> List
                 return futures::future::ready(true);
             };
             let key = l.key();
-            if c.end.as_deref().is_some_and(|e| key.as_bytes() > e.as_bytes()) {
+            if c.end
+                .as_deref()
+                .is_some_and(|e| key.as_bytes() > e.as_bytes())
+            {
                 return futures::future::ready(false);
             }
-            if c.seen.as_deref().is_none_or(|s| key.as_bytes() > s.as_bytes()) {
+            if c.seen
+                .as_deref()
+                .is_none_or(|s| key.as_bytes() > s.as_bytes())
+            {
                 c.seen = Some(key.to_string());
             }
             if let Some(after) = after {
@@ -298,11 +309,11 @@ async fn sampler(
         dst.range = Some(split::intersect(&range, shared.dst.range.as_ref()));
         let rx = spawn_join(
             &shared,
-            prefetch(list_counted(&src, None, shared.list_src.clone()), LIST_AHEAD),
             prefetch(
-                list_destination(&dst, shared.list_dst.clone()),
+                list_counted(&src, None, shared.list_src.clone()),
                 LIST_AHEAD,
             ),
+            prefetch(list_destination(&dst, shared.list_dst.clone()), LIST_AHEAD),
         );
         if started.send(rx).is_err() {
             return;

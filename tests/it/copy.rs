@@ -67,6 +67,8 @@ pub fn options() -> CopyOptions {
         stream_single_put: false,
         metadata: Default::default(),
         journal_proof_only: false,
+        list_streams: 1,
+        list_split_after: moverctl::transfer::LIST_SPLIT_AFTER,
     }
 }
 

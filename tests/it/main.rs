@@ -18,6 +18,7 @@ mod habits;
 mod identity;
 mod job;
 mod json_schema;
+mod list_split;
 mod listing;
 mod local;
 mod matrix;
