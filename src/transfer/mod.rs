@@ -169,7 +169,7 @@ pub struct CopyOptions {
 }
 
 /// `--list-streams` by default (bench/results/2026-12-06-list.md).
-pub const DEFAULT_LIST_STREAMS: usize = 8;
+pub const DEFAULT_LIST_STREAMS: usize = crate::plan::timing::LIST_STREAMS as usize;
 
 /// [`CopyOptions::list_split_after`] by default: ten LIST pages.
 pub const LIST_SPLIT_AFTER: usize = 10_000;
