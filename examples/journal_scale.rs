@@ -164,7 +164,7 @@ async fn main() {
             skipped += 1;
         }
         seen += 1;
-        if seen % (n / 10).max(1) == 0 {
+        if seen.is_multiple_of((n / 10).max(1)) {
             samples.push(format!("[{seen},{}]", memory().0));
         }
     }
