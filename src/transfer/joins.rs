@@ -274,7 +274,12 @@ async fn sampler(
     sample: oneshot::Receiver<()>,
     started: mpsc::UnboundedSender<mpsc::Receiver<Item>>,
 ) {
-    if sample.await.is_err() {
+    // Not yet sampled when the run stops taking items: nothing to start.
+    let go = tokio::select! {
+        r = sample => r.is_ok(),
+        _ = started.closed() => false,
+    };
+    if !go {
         return;
     }
     let whole = shared.src.range.clone().unwrap_or_default();
