@@ -15,7 +15,7 @@
 # Garage's own floor: LATENCY_SAMPLES single LIST requests of 1,000 keys (curl --aws-sigv4) at
 # spread-out start-after points, one at a time and 8 at a time.
 #
-# Environment: N_OBJECTS (1000000) STREAMS ("1 2 4 8 16") ROUNDS (3) PORT (3980)
+# Environment: N_OBJECTS (1000000) STREAMS ("1 2 4 8 16") RCLONE_TOOLS ("rclone-lsf rclone-size") ROUNDS (3) PORT (3980)
 # LATENCY_SAMPLES (40) GDIR (the Garage folder; default under BENCH_DIR) KEEP=1 (leave Garage and
 # its corpus running; default: stop it and delete its folder and the local tree)
 # OUT (report; default bench/results/<date>-list.md) SKIP_BUILD=1 MOVERCTL_BIN
@@ -81,10 +81,11 @@ if [[ ! -f $marker ]]; then
 fi
 
 # --- Garage's floor: single LIST requests -------------------------------------------------------
-one_list() { # start-after key -> seconds
+one_list() { # start-after key -> seconds (curl signs the query as written: keep it sorted)
   curl --noproxy '*' -sf --aws-sigv4 "aws:amz:garage:s3" --user "$BENCH_S3_KEY_ID:$BENCH_S3_SECRET" \
+    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
     -o /dev/null -w '%{time_total}\n' \
-    "$ENDPOINT/moverctl-a?list-type=2&prefix=list1m%2F&max-keys=1000&start-after=list1m%2F$1"
+    "$ENDPOINT/moverctl-a?list-type=2&max-keys=1000&prefix=list1m%2F&start-after=list1m%2F$1"
 }
 export -f one_list
 export ENDPOINT
@@ -144,7 +145,8 @@ EOF
 
 tools=()
 for s in $STREAMS; do tools+=("moverctl-$s"); done
-tools+=(rclone-lsf rclone-size)
+read -r -a rclone_tools <<<"${RCLONE_TOOLS:-rclone-lsf rclone-size}"
+tools+=("${rclone_tools[@]}")
 for r in $(seq 1 "$ROUNDS"); do
   n=${#tools[@]}
   for i in $(seq 0 $((n - 1))); do
