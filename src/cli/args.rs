@@ -97,9 +97,13 @@ pub struct EngineArgs {
     #[arg(long, value_name = "AGE")]
     pub min_age: Option<String>,
     /// Destination HEADs in flight at once, apart from --transfers (default: the checks share
-    /// the transfer slots). Each side is listed as one sorted stream, so listing is not affected.
+    /// the transfer slots). Listing is not affected (see --list-streams).
     #[arg(long, value_name = "N")]
     pub checkers: Option<usize>,
+    /// A large cloud listing (over 10,000 keys) is cut into up to N key ranges, listed at once
+    /// and copied from in turn (spreads requests across prefixes); 1: one ordered stream.
+    #[arg(long, value_name = "N", default_value_t = moverctl::transfer::DEFAULT_LIST_STREAMS)]
+    pub list_streams: usize,
     /// Take a destination object of the source's size as the same: no MD5 comparison, no HEAD.
     #[arg(long, conflicts_with = "checksum")]
     pub size_only: bool,

@@ -236,8 +236,8 @@ pub(super) fn resolve(
     let verify = verify_of(e)?;
     let limits = rate_limits(e, src, dst)?;
     let (includes, excludes) = patterns(e)?;
-    if e.checkers == Some(0) {
-        return Err(usage("--checkers must be at least 1"));
+    if e.checkers == Some(0) || e.list_streams == 0 {
+        return Err(usage("--checkers and --list-streams must be at least 1"));
     }
     let select = selection(e)?;
     let journal_path = e
@@ -270,6 +270,8 @@ pub(super) fn resolve(
             metadata: metadata_policy(e)?,
             journal_proof_only: false,
             inventory: None,
+            list_streams: e.list_streams,
+            list_split_after: moverctl::transfer::LIST_SPLIT_AFTER,
         },
         limits,
         journal_path,

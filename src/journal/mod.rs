@@ -32,6 +32,10 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
 pub const FORMAT: &str = "moverctl-journal";
+
+/// The multipart uploads a crash left open (answered from the partial index
+/// `objects_open_uploads`, never by reading every row).
+const OPEN_UPLOADS: &str = "SELECT key, upload_id FROM objects WHERE state = 'copying' AND upload_id IS NOT NULL ORDER BY key";
 pub const VERSION: i64 = 1;
 
 #[derive(Debug, thiserror::Error)]
@@ -420,10 +424,7 @@ impl Journal {
 
     /// Objects left `copying` with an upload id: multipart uploads a crash left open.
     pub fn open_uploads(&self) -> Result<Vec<(String, String)>, JournalError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT key, upload_id FROM objects WHERE state = 'copying' AND upload_id IS NOT NULL ORDER BY key")
-            .map_err(|e| self.db(e))?;
+        let mut st = self.conn.prepare(OPEN_UPLOADS).map_err(|e| self.db(e))?;
         let rows = st
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(|e| self.db(e))?;
@@ -649,5 +650,23 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.starts_with("journal "), "{e}");
+    }
+
+    #[test]
+    fn open_uploads_are_read_from_their_index_not_every_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(&dir.path().join("j.sqlite"), "a", "b").unwrap();
+        let plan: Vec<String> = j
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {OPEN_UPLOADS}"))
+            .unwrap()
+            .query_map([], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|p| p.contains("objects_open_uploads")),
+            "{plan:?}"
+        );
     }
 }

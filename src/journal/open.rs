@@ -6,7 +6,9 @@ use rusqlite::{Connection, OptionalExtension};
 use std::path::Path;
 
 /// The connection settings and the tables every journal has (`sync_candidates` is made by
-/// [`super::CandidateSpill`]).
+/// [`super::CandidateSpill`]). `objects_open_uploads` holds only the rows of multipart uploads
+/// still open, so that [`Journal::open_uploads`] (asked at the end of every run) reads those
+/// instead of every row: at 10 M rows the scan took seconds (bench/results/2026-12-06-list.md).
 const SCHEMA: &str = "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = NORMAL;
              PRAGMA busy_timeout = 5000;
@@ -18,7 +20,9 @@ const SCHEMA: &str = "PRAGMA journal_mode = WAL;
                  updated TEXT NOT NULL) WITHOUT ROWID;
              CREATE TABLE IF NOT EXISTS parts (
                  key TEXT NOT NULL, idx INTEGER NOT NULL, content_id TEXT NOT NULL, crc64 TEXT NOT NULL,
-                 md5 TEXT, size INTEGER NOT NULL, PRIMARY KEY (key, idx)) WITHOUT ROWID;";
+                 md5 TEXT, size INTEGER NOT NULL, PRIMARY KEY (key, idx)) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS objects_open_uploads ON objects (key)
+                 WHERE state = 'copying' AND upload_id IS NOT NULL;";
 
 impl Journal {
     /// The journal at `path` for `source` -> `destination` (created when missing), its move

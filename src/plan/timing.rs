@@ -56,21 +56,11 @@ pub(super) fn transfer_time(
         + Decimal::from(c.multipart_objects) * (get + latency + put * Decimal::from(3));
     let request_seconds = slot_seconds / slots;
 
-    let scale = |scope: Option<RateScope>| match scope {
-        Some(RateScope::Prefix) => Decimal::from(a.prefixes.max(1)),
-        _ => Decimal::ONE,
-    };
-    let mut rate_limit_seconds = Decimal::ZERO;
-    if let Some(w) = dst.limits().write_requests_per_second {
-        let rate = Decimal::from(w) * scale(dst.limits().rate_scope);
-        rate_limit_seconds = rate_limit_seconds.max(Decimal::from(c.destination_put) / rate);
-    }
-    if let Some(r) = src.limits().read_requests_per_second {
-        let rate = Decimal::from(r) * scale(src.limits().rate_scope);
-        rate_limit_seconds = rate_limit_seconds.max(Decimal::from(c.source_get) / rate);
-    }
-    // Listing pages follow each other within one key range; ranges split across workers.
-    let listing_seconds = Decimal::from(c.source_list) * latency / workers;
+    let rate_limit_seconds = rate_limit_seconds(src, dst, c, a);
+    // Listing pages follow each other within one key range; ranges split across workers, and
+    // each worker lists its range as up to LIST_STREAMS ranges at once.
+    let listing_seconds =
+        Decimal::from(c.source_list) * latency / (workers * Decimal::from(LIST_STREAMS));
 
     // Bytes that skip this machine are not hashed by the engine either.
     let not_hashed = (a.measured.clone()).map(|m| Measured {
@@ -128,6 +118,41 @@ pub(super) fn transfer_time(
         server_copy_seconds: Decimal::ZERO,
         start_seconds: Decimal::ZERO,
     }
+}
+
+/// Key ranges each worker lists and copies from at once (`--list-streams`' default): the run's
+/// objects in flight come from this many ranges in turn (`transfer::joins`).
+pub const LIST_STREAMS: u32 = 8;
+
+/// Seconds under the stores' published request-rate limits. Reads (GET and HEAD) and writes
+/// (PUT, parts, completes) have separate limits at each end: the source's GETs and part-1 HEADs
+/// under its read limit, the destination's PUTs under its write limit and its verifying HEADs
+/// under its read limit. A per-prefix limit (S3: 3,500 writes and 5,500 reads a second per
+/// prefix) scales with the prefixes a run has in flight at once: the corpus's `--prefixes`, but
+/// no more than the key ranges its workers copy from at once ([`LIST_STREAMS`] each); a bucket
+/// or account limit does not scale.
+pub fn rate_limit_seconds(src: &Place, dst: &Place, c: &Counts, a: &Assumptions) -> Decimal {
+    let in_flight = a.prefixes.max(1).min(LIST_STREAMS * a.workers.max(1));
+    let scale = |scope: Option<RateScope>| match scope {
+        Some(RateScope::Prefix) => Decimal::from(in_flight),
+        _ => Decimal::ONE,
+    };
+    let over = |n: u64, limit: Option<u32>, scope: Option<RateScope>| match limit {
+        Some(l) if l > 0 => Decimal::from(n) / (Decimal::from(l) * scale(scope)),
+        _ => Decimal::ZERO,
+    };
+    let (s, d) = (src.limits(), dst.limits());
+    [
+        over(c.destination_put, d.write_requests_per_second, d.rate_scope),
+        over(c.destination_head, d.read_requests_per_second, d.rate_scope),
+        over(
+            c.source_get + c.source_head,
+            s.read_requests_per_second,
+            s.rate_scope,
+        ),
+    ]
+    .into_iter()
+    .fold(Decimal::ZERO, Decimal::max)
 }
 
 /// The bound that takes longest, and its seconds (the first listed wins a tie).
@@ -437,5 +462,56 @@ mod tests {
             (Bound::ClientCpu, z.cpu),
         ]);
         assert_eq!((b, s), (Bound::Requests, Decimal::new(94, 3)));
+    }
+
+    #[test]
+    fn request_rate_limits_scale_with_the_prefixes_in_flight() {
+        // 3 B objects of 250 KB, one PUT, one GET and one verifying HEAD each, S3 to S3:
+        // 3,500 writes and 5,500 reads a second per prefix.
+        let catalog = crate::catalog::Catalog::embedded().unwrap();
+        let aws = Place::resolve(&catalog, "aws").unwrap();
+        let c = Counts {
+            source_get: 3_000_000_000,
+            destination_put: 3_000_000_000,
+            destination_head: 3_000_000_000,
+            ..Counts::default()
+        };
+        let secs = |prefixes: u32, workers: u32| {
+            let a = Assumptions {
+                prefixes,
+                workers,
+                ..Assumptions::default()
+            };
+            rate_limit_seconds(&aws, &aws, &c, &a).round_dp(6)
+        };
+        let d = |s: &str| s.parse::<Decimal>().unwrap();
+        // 1,000 prefixes, 16 workers × 8 ranges = 128 prefixes in flight: the PUTs bind,
+        // 3e9 / (3,500 × 128 = 448,000) = 6,696 3/7 s (the reads: 3e9 / 704,000 = 4,261.4 s).
+        assert_eq!(secs(1000, 16), d("6696.428571"));
+        // One worker reaches 8 prefixes however many the corpus has: 3e9 / 28,000.
+        assert_eq!(secs(1000, 1), d("107142.857143"));
+        // Fewer prefixes than ranges: the prefixes bind, 3e9 / (3,500 × 4).
+        assert_eq!(secs(4, 16), d("214285.714286"));
+        // The HEADs count at the destination's read limit: with PUTs gone (all skipped, say),
+        // 3e9 HEADs / (5,500 × 128).
+        let heads = Counts {
+            destination_head: 3_000_000_000,
+            ..Counts::default()
+        };
+        let a = Assumptions {
+            prefixes: 1000,
+            workers: 16,
+            ..Assumptions::default()
+        };
+        assert_eq!(
+            rate_limit_seconds(&aws, &aws, &heads, &a).round_dp(6),
+            d("4261.363636")
+        );
+        // A bucket-wide limit does not scale with prefixes: GCS, 1,000 writes a second.
+        let gcs = Place::resolve(&catalog, "gcp").unwrap();
+        assert_eq!(
+            rate_limit_seconds(&aws, &gcs, &c, &a).round_dp(0),
+            d("3000000")
+        );
     }
 }

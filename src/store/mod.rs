@@ -21,6 +21,7 @@ pub mod presign;
 pub mod reach;
 pub mod retry;
 pub mod s3list;
+pub mod split;
 
 pub use error::StoreErrorKind;
 

@@ -20,6 +20,7 @@ pub mod diff;
 pub mod fidelity;
 pub mod filter;
 pub mod from_url;
+mod joins;
 pub mod local_dest;
 mod object;
 pub mod progress_store;
@@ -163,7 +164,20 @@ pub struct CopyOptions {
     /// listing of the source (no LIST request); an object that changed or is gone since the
     /// inventory is reported as such ([`Report::changed_since_inventory`]), never copied.
     pub inventory: Option<Arc<crate::inventory::sorted::Sorted>>,
+    /// `--list-streams`: a large source listing is cut into up to this many key ranges, listed
+    /// and joined concurrently, and the objects in flight are taken from every range in turn
+    /// (see `joins`). 1: one ordered stream.
+    pub list_streams: usize,
+    /// Source keys the join passes before the rest of the listing is split (see `joins`): a
+    /// listing of fewer keys makes no request more.
+    pub list_split_after: usize,
 }
+
+/// `--list-streams` by default (bench/results/2026-12-06-list.md).
+pub const DEFAULT_LIST_STREAMS: usize = crate::plan::timing::LIST_STREAMS as usize;
+
+/// [`CopyOptions::list_split_after`] by default: ten LIST pages.
+pub const LIST_SPLIT_AFTER: usize = 10_000;
 
 impl CopyOptions {
     /// The command line's defaults (`moverctl copy` with no flags) for a destination with these
@@ -195,6 +209,8 @@ impl CopyOptions {
             metadata: Default::default(),
             journal_proof_only: false,
             inventory: None,
+            list_streams: DEFAULT_LIST_STREAMS,
+            list_split_after: LIST_SPLIT_AFTER,
         }
     }
 }

@@ -2,15 +2,16 @@
 //! each object to the pool of copy tasks under the run's slots, tally what the tasks return,
 //! and fill in the report's counts when the listing ends.
 
-use super::diff::{self, Action, Decision, Differ, JoinPolicy, Joined};
+use super::diff::{self, Action, Decision, JoinPolicy, Joined};
+use super::joins::Joins;
 use super::object::{Finished, credentials_stop, handle_object};
 use super::tally::{JournalBatch, tally};
 use super::{CopyOptions, Counters, Event, Failure, Fsync, Report, Run, RunError, Verify};
-use super::{LIST_AHEAD, copy::context, local_dest};
+use super::{copy::context, local_dest};
 use crate::journal::Journal;
 use crate::limit::Limits;
 use crate::store::Store;
-use crate::store::list::{Entry, list_counted, list_destination, prefetch};
+use crate::store::list::{Entry, list_counted};
 use context::Ctx;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -94,9 +95,15 @@ impl Run {
                 journal.clone(),
             );
         }
-        let src_list = prefetch(source_listing(&src, &opts, list_src.clone()), LIST_AHEAD);
-        let dst_list = prefetch(list_destination(&dst, list_dst.clone()), LIST_AHEAD);
-        let mut differ = Differ::with_policy(src_list, dst_list, policy);
+        let mut joins = Joins::start(
+            src.clone(),
+            dst.clone(),
+            &opts,
+            policy,
+            journal.clone(),
+            list_src.clone(),
+            list_dst.clone(),
+        );
         let ctx = Arc::new(run_context(src, dst, &opts, &limits, &journal, &counters).await);
         let mut pool = Pool::new(ctx.clone(), &opts, &journal, src_is_cloud, &mut on_event);
 
@@ -115,7 +122,7 @@ impl Run {
             }
             // A Ctrl-C is taken at once, also while the listing or a free slot is awaited.
             let next = tokio::select! {
-                n = differ.next(journal.as_deref()) => n,
+                n = joins.next() => n,
                 () = stopped(&stop) => continue,
             };
             let Some(item) = next else { break };
@@ -156,14 +163,14 @@ impl Run {
         count_requests(&mut report, &counters, &list_src, &list_dst);
         report.request_retries = crate::store::retry::retried() - retried_before;
         report.throttle_events = limits.throttle_events();
-        report.dest_objects = differ.dst_objects();
+        report.dest_objects = joins.dst_objects();
         report.elapsed = started.elapsed();
         Ok(report)
     }
 }
 
 /// The source side of the run: its listing, or `--inventory`'s objects (no request).
-fn source_listing(
+pub(super) fn source_listing(
     src: &Store,
     opts: &CopyOptions,
     requests: Arc<AtomicU64>,

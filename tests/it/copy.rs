@@ -68,6 +68,8 @@ pub fn options() -> CopyOptions {
         metadata: Default::default(),
         journal_proof_only: false,
         inventory: None,
+        list_streams: 1,
+        list_split_after: moverctl::transfer::LIST_SPLIT_AFTER,
     }
 }
 

@@ -21,6 +21,7 @@ mod identity;
 mod inventory;
 mod job;
 mod json_schema;
+mod list_split;
 mod listing;
 mod local;
 mod ls_status;
