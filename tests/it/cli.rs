@@ -227,3 +227,84 @@ fn readme_opens_with_the_two_commands_and_shows_the_exit_table() {
     let help = stdout(&run(&["--help"]));
     assert!(help.contains("Exit codes"), "{help}");
 }
+
+/// GitHub's anchor for a heading: lower case, punctuation other than `-` and `_` dropped,
+/// spaces as `-`.
+fn anchor_of(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == '-' || *c == '_' || *c == ' ')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// Headings and links of a markdown file, outside fenced code blocks.
+fn headings_and_links(text: &str) -> (Vec<String>, Vec<(usize, String)>) {
+    let (mut heads, mut links, mut fence) = (Vec::new(), Vec::new(), false);
+    for (n, line) in text.lines().enumerate() {
+        if line.starts_with("```") {
+            fence = !fence;
+        }
+        if fence {
+            continue;
+        }
+        if let Some(h) = line.strip_prefix('#') {
+            heads.push(anchor_of(h.trim_start_matches('#')));
+        }
+        let mut rest = line;
+        while let Some(i) = rest.find("](") {
+            let tail = &rest[i + 2..];
+            let end = tail.find(')').unwrap_or(tail.len());
+            links.push((n + 1, tail[..end].to_string()));
+            rest = &tail[end..];
+        }
+    }
+    (heads, links)
+}
+
+/// The README is short and points into docs/: every relative link of the README and the docs
+/// pages names a file that exists, and every `#anchor` a heading of that file.
+#[test]
+fn readme_and_docs_links_resolve() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            files.push(p);
+        }
+    }
+    let mut bad = Vec::new();
+    for f in &files {
+        let (_, links) = headings_and_links(&std::fs::read_to_string(f).unwrap());
+        for (line, link) in links {
+            if link.starts_with("http") || link.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = link.split_once('#').unwrap_or((&link, ""));
+            let target = if path.is_empty() {
+                f.clone()
+            } else {
+                f.parent().unwrap().join(path)
+            };
+            if !target.exists() {
+                bad.push(format!("{}:{line}: {link}: no such file", f.display()));
+            } else if !anchor.is_empty() && target.extension().is_some_and(|x| x == "md") {
+                let (heads, _) = headings_and_links(&std::fs::read_to_string(&target).unwrap());
+                if !heads.iter().any(|h| h == anchor) {
+                    bad.push(format!("{}:{line}: {link}: no such heading", f.display()));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "broken links:\n{}", bad.join("\n"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(
+        readme.lines().count() < 600,
+        "the README is the newcomer's page; reference material goes to docs/"
+    );
+    let first_copy = readme.lines().position(|l| l.contains("$ moverctl copy"));
+    assert!(first_copy.is_some_and(|n| n < 120), "a copy example early in the README");
+}
