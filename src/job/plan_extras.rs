@@ -34,6 +34,7 @@ impl ExtrasArgs {
             delete_source: self.delete_source,
             worker_hourly,
             accept_policy_risk: self.accept_policy_risk,
+            source_already_stored: false,
         })
     }
 }

@@ -77,6 +77,11 @@ pub fn price_move(src: &Place, corpus: &Corpus, a: &Assumptions, c: &mut Candida
         .iter()
         .map(|(class, billed, _)| class_month(src, class, *billed))
         .sum();
+    let source_month = if a.extras.source_already_stored {
+        Decimal::ZERO
+    } else {
+        source_month
+    };
     let mut e = Extras {
         source_storage: Usd(source_month * seconds / month),
         ..Extras::default()

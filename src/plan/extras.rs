@@ -13,6 +13,9 @@ pub struct ExtraFlags {
     pub worker_hourly: Usd,
     /// `--accept-policy-risk`: rank policy-risk candidates by their price.
     pub accept_policy_risk: bool,
+    /// A later leg of a multi-hop plan: its source is the previous leg's destination, whose
+    /// storage the chain already prices over the whole horizon (not priced again while copying).
+    pub source_already_stored: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -37,8 +37,9 @@ impl FeedAssumptions {
         Some((
             need,
             format!(
-                "{} reads a month x corpus / {} training hours",
+                "{} {} a month x corpus / {} training hours",
                 r.per_month.normalize(),
+                crate::words::noun_dec(r.per_month, "read"),
                 self.hours().normalize()
             ),
         ))

@@ -53,6 +53,7 @@ pub fn later_leg(first: &Assumptions) -> Assumptions {
         // The source of a later leg is the copy the first leg made: it stays.
         extras: super::extras::ExtraFlags {
             delete_source: false,
+            source_already_stored: true,
             ..first.extras.clone()
         },
         ..first.clone()
@@ -179,8 +180,8 @@ pub fn text(chain: &Chain) -> String {
     out.push_str(&trimmed(&t));
     out.push('\n');
     out.push_str(&format!(
-        "  storage: each leg's destination over {} months (not in the total: {} a month, {} to leave the last place later); the GPUs wait for leg 1 only ({}); each later leg starts when the one before it has finished\n",
-        chain.months,
+        "  storage: each leg's destination over {} (not in the total: {} a month, {} to leave the last place later); the GPUs wait for leg 1 only ({}); each later leg starts when the one before it has finished\n",
+        crate::words::count(chain.months.into(), "month"),
         chain.cost().storage_per_month,
         chain.legs.last().map_or(Usd::ZERO, |l| l.candidate.cost.exit_egress),
         fmt_duration(chain.ready_seconds()),

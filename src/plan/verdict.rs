@@ -25,11 +25,11 @@ pub fn verdict(ranked: &[Candidate], months: u32) -> String {
     };
     let mut s = match (best.kind, stay) {
         (Kind::Move, Some(st)) => format!(
-            "move to {}{}: saves {} over {} months against staying; {}",
+            "move to {}{}: saves {} over {} against staying; {}",
             best.destination,
             option(best),
             st.cost.total() - best.cost.total(),
-            months,
+            crate::words::count(months.into(), "month"),
             match best.break_even_month {
                 Some(0) => "breaks even at once".to_string(),
                 Some(m) => format!("break-even month {m}"),
@@ -37,20 +37,20 @@ pub fn verdict(ranked: &[Candidate], months: u32) -> String {
             }
         ),
         (Kind::Move, None) => format!(
-            "move to {}{}: {} over {} months; staying is not compared (give --compute-at and the reads to compare)",
+            "move to {}{}: {} over {}; staying is not compared (give --compute-at and the reads to compare)",
             best.destination,
             option(best),
             best.cost.total(),
-            months
+            crate::words::count(months.into(), "month")
         ),
         (Kind::Stay, _) => match ranked.iter().find(|c| c.kind == Kind::Move) {
             Some(m) => format!(
-                "stay at {}: the cheapest move, to {}{}, costs {} more over {} months",
+                "stay at {}: the cheapest move, to {}{}, costs {} more over {}",
                 best.resolved,
                 m.destination,
                 option(m),
                 m.cost.total() - best.cost.total(),
-                months
+                crate::words::count(months.into(), "month")
             ),
             None => format!("stay at {}", best.resolved),
         },

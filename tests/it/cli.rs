@@ -306,5 +306,8 @@ fn readme_and_docs_links_resolve() {
         "the README is the newcomer's page; reference material goes to docs/"
     );
     let first_copy = readme.lines().position(|l| l.contains("$ moverctl copy"));
-    assert!(first_copy.is_some_and(|n| n < 120), "a copy example early in the README");
+    assert!(
+        first_copy.is_some_and(|n| n < 120),
+        "a copy example early in the README"
+    );
 }

@@ -321,10 +321,12 @@ const TEN_TIB: &[&str] = &[
 
 // 10 TiB from AWS to CoreWeave, GPUs at CoreWeave (see plan_horizon's break-even test): the move
 // once 912.666356, then 659.7069766656 a month; staying 1,148.185536 a month.
-// One epoch a month over 12 months: move 912.666356 + 12 x 659.7069766656 = 8,829.150076 (the
-// GPUs cost nothing an hour, so idling is kept); stay 13,778.226432; saves 4,949.076356 -> $4,949.
-// No reads: stay 12 x 235.52 = 2,826.24 against the move's 8,829.150076: staying is 6,002.910076
-// cheaper -> $6,003.
+// One epoch a month over 12 months: move 912.666356 + 12 x 659.7069766656 = 8,829.150076, plus the
+// source's storage while the copy runs (8,796.093 s of 10,240 GB at $0.023 a 30-day month:
+// 235.52 x 8,796.093 / 2,592,000 = 0.79925) = 8,829.949326 (the GPUs cost nothing an hour, so
+// idling is kept); stay 13,778.226432; saves 4,948.277106 -> $4,948.
+// No reads: stay 12 x 235.52 = 2,826.24 against the move's 8,829.949326: staying is 6,003.709326
+// cheaper -> $6,004.
 #[test]
 fn the_verdict_ends_the_output_and_is_the_json_field_and_the_report_headline() {
     let mut args = TEN_TIB.to_vec();
@@ -335,7 +337,7 @@ fn the_verdict_ends_the_output_and_is_the_json_field_and_the_report_headline() {
     let last = out.trim_end().lines().last().unwrap();
     assert_eq!(
         last,
-        "Verdict: move to coreweave (GPUs idle during the move): saves $4,949 over 12 months against staying; break-even month 2 (read rate not modelled: give --store-read-rate)"
+        "Verdict: move to coreweave (GPUs idle during the move): saves $4,948 over 12 months against staying; break-even month 2 (read rate not modelled: give --store-read-rate)"
     );
     let mut j = args.clone();
     j.push("--json");
@@ -369,7 +371,7 @@ fn the_verdict_ends_the_output_and_is_the_json_field_and_the_report_headline() {
             .lines()
             .last()
             .unwrap(),
-        "Verdict: stay at aws:us-east-1/standard: the cheapest move, to coreweave (GPUs idle during the move), costs $6,003 more over 12 months"
+        "Verdict: stay at aws:us-east-1/standard: the cheapest move, to coreweave (GPUs idle during the move), costs $6,004 more over 12 months"
     );
 }
 

@@ -59,8 +59,11 @@ fn aws_to_coreweave_then_coreweave_to_b2_golden() {
     assert_eq!(l1.cost.storage_horizon, Usd(d("7916.4837199872")));
     // The GPUs wait for leg 1: 8,796.093022208 s × $3,600 / 3,600 s = $8,796.093022208.
     assert_eq!(l1.cost.gpu_idle, Usd(d("8796.093022208")));
-    // 912.60 + 0.008247 + 7,916.4837199872 + 8,796.093022208 = 17,625.1849891952.
-    assert_eq!(l1.cost.total(), Usd(d("17625.1849891952")));
+    // AWS keeps billing the corpus until the copy is done: 10,240 GB × $0.023 = $235.52 a 30-day
+    // month, × 8,796.093022208 s / 2,592,000 s = $0.79925 (to the micro-dollar).
+    assert_eq!(l1.cost.extras.source_storage, Usd(d("0.79925")));
+    // 912.60 + 0.008247 + 7,916.4837199872 + 8,796.093022208 + 0.79925 = 17,625.9842391952.
+    assert_eq!(l1.cost.total(), Usd(d("17625.9842391952")));
 
     // Leg 2, CoreWeave → B2: CoreWeave's egress and requests are free — not AWS's $912.60 again.
     assert_eq!(l2.cost.egress, Usd::ZERO);
@@ -77,13 +80,15 @@ fn aws_to_coreweave_then_coreweave_to_b2_golden() {
     // × 12 = $916.158697565184.
     assert_eq!(l2.cost.storage_per_month, Usd(d("76.346558130432")));
     assert_eq!(l2.cost.storage_horizon, Usd(d("916.158697565184")));
-    // No GPU waits for the cold copy.
+    // No GPU waits for the cold copy, and CoreWeave's storage while it copies is leg 1's
+    // horizon storage already (not priced twice).
     assert_eq!(l2.cost.gpu_idle, Usd::ZERO);
+    assert_eq!(l2.cost.extras.source_storage, Usd::ZERO);
     assert_eq!(l2.cost.total(), Usd(d("916.158697565184")));
 
-    // The chain: 17,625.1849891952 + 916.158697565184 = $18,541.343686760384; the legs one after
+    // The chain: 17,625.9842391952 + 916.158697565184 = $18,542.142936760384; the legs one after
     // the other take 2 × 8,796.093022208 = 17,592.186044416 s; the GPUs start after leg 1.
-    assert_eq!(chain.cost().total(), Usd(d("18541.343686760384")));
+    assert_eq!(chain.cost().total(), Usd(d("18542.142936760384")));
     assert_eq!(chain.cost().egress, Usd(d("912.60")));
     assert_eq!(chain.seconds(), d("17592.186044416"));
     assert_eq!(chain.ready_seconds(), t);
@@ -137,7 +142,7 @@ fn then_prints_one_table_with_a_row_per_leg_and_the_total() {
             .to_string()
     };
     assert!(
-        row("1 ").contains("$912.60") && row("1 ").contains("$17,625 "),
+        row("1 ").contains("$912.60") && row("1 ").contains("$17,626 "),
         "{table}"
     );
     assert!(
@@ -145,7 +150,7 @@ fn then_prints_one_table_with_a_row_per_leg_and_the_total() {
         "{table}"
     );
     assert!(
-        row("all").contains("$18,541 ") && row("all").contains("4 h"),
+        row("all").contains("$18,542 ") && row("all").contains("4 h"),
         "{table}"
     );
 
