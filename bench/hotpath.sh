@@ -2,7 +2,7 @@
 # The engine's hot path against the current rclone (issue 30), on one private Garage:
 #
 #   noop  a no-op re-run of a 2,000-object corpus local -> S3 (moverctl with its journal, rclone
-#         copy): wall time and client CPU of a run that has nothing to do
+#         copy, rclone copy --checksum): wall time and client CPU of a run that has nothing to do
 #   mp    S3 -> local of an rclone-written multipart corpus (N x SIZE_MIB uploaded by rclone at
 #         its defaults: 5 MiB parts, its x-amz-meta-md5chksum); moverctl, rclone copy, and the
 #         floor: one curl GET per object, all at once, into /dev/null
@@ -113,6 +113,7 @@ run() { # run ROW TOOL
   case "$1/$2" in
     noop/m) measure "noop" "moverctl" 0 -- "$M" --config "$REMOTES" copy "$SMALL" "g:$B/noop-m" --json ;;
     noop/r) measure "noop" "rclone" 0 -- "${RCLONE[@]}" copy "$SMALL" "g:$B/noop-r" ;;
+    noop/rc) measure "noop" "rclone --checksum" 0 -- "${RCLONE[@]}" copy --checksum "$SMALL" "g:$B/noop-r" ;;
     mp/m) rm -rf "$WORK/dst" && measure "mp" "moverctl" "$BIG_BYTES" -- "$M" --config "$REMOTES" copy "g:$A/mp-src" "$WORK/dst" --json --journal "$WORK/j-mp.sqlite"
       rm -f "$WORK"/j-mp.sqlite* ;;
     mp/r) rm -rf "$WORK/dst" && measure "mp" "rclone" "$BIG_BYTES" -- "${RCLONE[@]}" copy "g:$A/mp-src" "$WORK/dst" ;;
@@ -130,7 +131,7 @@ LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 for ROUND in $(seq 1 "$ROUNDS"); do
   for row in $ROWS; do
     case $row in
-      noop) tools=(m r) ;;
+      noop) tools=(m r rc) ;;
       mp) tools=(m r c) ;;
       first) tools=(m n) ;;
     esac
