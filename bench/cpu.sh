@@ -9,6 +9,9 @@
 # Rows (each tool on the same corpus and server; the tools' order rotates from round to round):
 #   1  local -> S3        moverctl (checksum path: its destination prefix probed first),
 #                         moverctl --verify md5, rclone copy --checksum
+#      and a first-time copy (a fresh state folder, nothing saved about the destination): at
+#      the defaults (the probe on first use grants the checksum path), and with --no-probe (what
+#      a first copy got before the probe on first use: the MD5 path)
 #   2  S3 -> S3, source uploaded by rclone in 5 MiB parts (rclone's default chunk size: foreign
 #      multipart objects whose only digest is their multipart ETag): the same three tools
 #   3  S3 -> S3, source uploaded by moverctl into a probed prefix (it carries moverctl's CRC64
@@ -38,6 +41,8 @@
 # Environment: N (4) SIZE_MIB (256) SC_N (8: row 4's file count) ROUNDS (3) ROWS ("1 2 3 4 ref")
 # PORT (3980: the private Garage's S3 port; RPC +1, admin +3) OUT (report; default
 # bench/results/<date>-cpu.md, raw records in the .jsonl beside it) BENCH_DIR (target/bench)
+# MOVERCTL_BIN (a built moverctl to measure instead of building one) RCLONE_BIN (the rclone to
+# run; default the one on PATH) ROW1_TOOLS ("m m5 r mf mfn")
 # KEEP=1 keeps the corpora and the Garage data (the Garage is stopped either way).
 set -euo pipefail
 
@@ -71,9 +76,13 @@ if ((avail < need + 2048)); then
   exit 1
 fi
 
-(cd "$ROOT" && cargo build -j 2 --release --quiet --bin moverctl)
 mkdir -p "$WORK/bin"
-cp "$ROOT/target/release/moverctl" "$WORK/bin/moverctl"
+if [[ -n ${MOVERCTL_BIN:-} ]]; then
+  cp "$MOVERCTL_BIN" "$WORK/bin/moverctl"
+else
+  (cd "$ROOT" && cargo build -j 2 --release --quiet --bin moverctl)
+  cp "${CARGO_TARGET_DIR:-$ROOT/target}/release/moverctl" "$WORK/bin/moverctl"
+fi
 M="$WORK/bin/moverctl"
 export MOVERCTL_STATE_DIR="$WORK/state"
 rm -rf "$MOVERCTL_STATE_DIR"
@@ -92,7 +101,7 @@ source "$GDIR/env.sh"
 GPID=$(cat "$GDIR/garage.pid")
 
 REMOTES="$WORK/remotes.toml"
-for r in gsrc gdst; do
+for r in gsrc gdst gfirst; do
   cat <<EOT
 [remotes.$r]
 type = "s3"
@@ -113,7 +122,7 @@ for r in GSRC GDST; do
     "RCLONE_CONFIG_${r}_REGION=$MOVERCTL_TEST_S3_REGION" \
     "RCLONE_CONFIG_${r}_FORCE_PATH_STYLE=true" "RCLONE_CONFIG_${r}_NO_CHECK_BUCKET=true"
 done
-RCLONE=(env -u AWS_CA_BUNDLE rclone)
+RCLONE=(env -u AWS_CA_BUNDLE "${RCLONE_BIN:-rclone}")
 A="$MOVERCTL_TEST_S3_BUCKET_A"
 B="$MOVERCTL_TEST_S3_BUCKET_B"
 
@@ -196,6 +205,13 @@ run_r1() {
        check --objects "$N" --bytes "$BYTES1" --labels "source-size\+$MD5_WRITE" --forbid checksum --s3-dest "$d" ;;
     r) measure "$row" "rclone --checksum" "$BYTES1" -- "${RCLONE[@]}" copy --checksum "$C1" "$d"
        check --objects "$N" --bytes "$BYTES1" --s3-dest "$d" ;;
+    # First-time copies: a state folder of their own, empty, so nothing is saved about gfirst.
+    mf) rm -rf "$WORK/state-first"
+       measure "$row" "moverctl, first copy" "$BYTES1" -- env MOVERCTL_STATE_DIR="$WORK/state-first" "$M" --config "$REMOTES" copy "$C1" "gfirst:$B/cpu/r1-mf" --json --journal "$(j)"
+       check --objects "$N" --bytes "$BYTES1" --labels "$CRC_LOCAL" --s3-dest "$d" ;;
+    mfn) rm -rf "$WORK/state-first"
+       measure "$row" "moverctl, first copy --no-probe" "$BYTES1" -- env MOVERCTL_STATE_DIR="$WORK/state-first" "$M" --config "$REMOTES" copy "$C1" "gfirst:$B/cpu/r1-mfn" --no-probe --json --journal "$(j)"
+       check --objects "$N" --bytes "$BYTES1" --labels "source-size\+$MD5_WRITE" --forbid checksum --s3-dest "$d" ;;
   esac
 }
 run_s3s3() { # run_s3s3 ROWNUM ROWNAME SRC READ-LABEL-REGEX TOOL
@@ -295,7 +311,8 @@ STARTED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 for ROUND in $(seq 1 "$ROUNDS"); do
   for row in $ROWS; do
     case $row in
-      1 | 2 | 3) tools=(m m5 r) ;;
+      1) read -ra tools <<<"${ROW1_TOOLS:-m m5 r mf mfn}" ;;
+      2 | 3) tools=(m m5 r) ;;
       4) tools=(lm lm1 lr lc ld m m5 r) ;;
       ref) tools=(x) ;;
       *) log "unknown row $row"; exit 2 ;;

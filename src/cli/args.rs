@@ -65,6 +65,11 @@ pub struct EngineArgs {
     /// Show what would be copied and skipped, and why; change nothing.
     #[arg(long, short = 'n')]
     pub dry_run: bool,
+    /// Do not probe an S3 destination on first use (by default one that nothing settles gets a
+    /// 3-request probe under .moverctl-probe-*/, removed and saved; if it checks CRC64, writes
+    /// are proven by CRC64 instead of an MD5 of every byte).
+    #[arg(long, env = "MOVERCTL_NO_PROBE")]
+    pub no_probe: bool,
     /// Only keys matching this glob (repeatable; rclone's rules: '*.safetensors' at any depth,
     /// '/ckpt/**' from the root only, '**' crosses folders).
     #[arg(long, value_name = "GLOB")]

@@ -3,7 +3,7 @@
 
 use super::CliError;
 use super::args::{CopyArgs, ExecArgs};
-use super::engine::{Resolved, resolve, usage};
+use super::engine::{Resolved, first_use_probe, resolve, usage};
 use super::exit::Exit;
 use super::progress::{Display, Progress};
 use moverctl::catalog::Catalog;
@@ -27,6 +27,7 @@ pub fn run_copy(catalog: &Catalog, remotes: &Remotes, args: CopyArgs) -> Result<
         args.allow_empty_source || args.inventory.is_some(),
     )?;
     moverctl::job::trust::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
+    first_use_probe(catalog, remotes, &mut dst, &args.engine, args.quiet)?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, None)?;
     (r.quiet, r.pricing) = (args.quiet, pricing::sides(catalog, remotes, &src, &dst));
     let inventory = args.inventory.map(|i| (i, remotes.clone()));
@@ -59,6 +60,7 @@ pub fn run_exec(catalog: &Catalog, remotes: &Remotes, args: ExecArgs) -> Result<
         remotes,
     )?;
     moverctl::job::trust::resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
+    first_use_probe(catalog, remotes, &mut dst, &args.engine, args.quiet)?;
     let mut r = resolve(&args.engine, catalog, &src, &dst, Some(&plan))?;
     if let Some(s) = &shard
         && args.engine.journal.is_none()

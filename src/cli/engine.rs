@@ -281,3 +281,21 @@ pub(super) fn resolve(
         pricing: (None, None),
     })
 }
+
+/// The probe on first use of an S3 destination ([`moverctl::job::trust::first_use`]): not with
+/// `--no-probe`, a dry run or `--verify md5` (which wants the MD5 whatever the store checks); its
+/// one line on stderr unless `quiet`.
+pub fn first_use_probe(
+    catalog: &Catalog,
+    remotes: &moverctl::store::config::Remotes,
+    dst: &mut Store,
+    e: &EngineArgs,
+    quiet: bool,
+) -> Result<(), CliError> {
+    let allowed = !e.no_probe && !e.dry_run && e.verify != "md5";
+    let ran = moverctl::job::trust::first_use::probe_if_unsettled(catalog, remotes, dst, allowed)?;
+    if let Some(line) = ran.filter(|_| !quiet) {
+        eprintln!("moverctl: {line}");
+    }
+    Ok(())
+}

@@ -35,6 +35,7 @@ pub fn run_sync(catalog: &Catalog, remotes: &Remotes, args: SyncArgs) -> Result<
         MaxDelete::parse(&args.max_delete).map_err(|m| usage(format!("--max-delete: {m}")))?;
     // The destination's class: the flag (validated), else the remote's (if the catalog knows it).
     let storage_class = resolve_storage_class(catalog, &mut dst, args.storage_class.as_deref())?;
+    super::engine::first_use_probe(catalog, remotes, &mut dst, &args.engine, args.quiet)?;
     let res = resolve(&args.engine, catalog, &src, &dst, None)?;
     let shown = (src.shown(), dst.shown());
     let dry_run = res.opts.dry_run;

@@ -5,6 +5,7 @@
 //! by the catalog and by a saved probe of the location. The one place: a library caller gets the
 //! same answers as the binary.
 
+pub mod first_use;
 pub mod remotes;
 
 use super::JobError;
@@ -69,6 +70,13 @@ pub fn refine_caps(catalog: &Catalog, store: &mut Store) {
     if let Some(r) = &saved {
         apply_probe(&mut store.caps, r);
     }
+    grant_crc64(catalog, store, saved.as_ref());
+}
+
+/// Whether writes into `store` may be proven by CRC64 alone: what a probe of it measured wins,
+/// else its catalog entry's `checksum_headers`.
+pub(crate) fn grant_crc64(catalog: &Catalog, store: &mut Store, probed: Option<&ProbeReport>) {
+    let provider = provider_of(catalog, store);
     let catalog_crc = provider.map(|p| {
         (
             format!("catalog {}", p.file.id),
@@ -79,7 +87,7 @@ pub fn refine_caps(catalog: &Catalog, store: &mut Store) {
                 .any(|h| h == "crc64nvme"),
         )
     });
-    let probe_crc = saved.as_ref().and_then(|r| {
+    let probe_crc = probed.and_then(|r| {
         probe_crc64(r).map(|v| (format!("probe of {} ({})", r.location, r.timestamp), v))
     });
     let (cat_by, cat) = catalog_crc.unwrap_or_else(|| ("no catalog entry".into(), false));
@@ -176,7 +184,7 @@ pub fn crc_probe_hint(
 
 /// What a probe measured of `x-amz-checksum-crc64nvme`: a wrong value refused and the right one
 /// stored (true), either not (false), or not measured (None).
-fn probe_crc64(r: &ProbeReport) -> Option<bool> {
+pub(crate) fn probe_crc64(r: &ProbeReport) -> Option<bool> {
     let checked = status(r.status("checksum_crc64nvme_checked"))?;
     let stored = status(r.status("checksum_crc64nvme_stored"))?;
     Some(checked && stored)

@@ -174,6 +174,10 @@ pub struct ProbeReport {
     /// absent in older probe files.
     #[serde(default)]
     pub server_copy: Option<copy_rate::ServerCopy>,
+    /// The short probe a first copy into an unprobed S3 store runs ([`checksum_only`]): only the
+    /// `x-amz-checksum-crc64nvme` rows, no measurements. Absent (false) in a full probe's JSON.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checksum_only: bool,
     pub cleanup: Cleanup,
 }
 
@@ -368,40 +372,8 @@ pub(crate) fn random_u64() -> u64 {
 pub async fn probe(store: &Store, opts: ProbeOpts) -> Result<ProbeReport, ProbeError> {
     let started = copy_rate::since_process_start();
     let seed = random_u64();
-    let scratch = format!("{}.moverctl-probe-{seed:016x}/", store.prefix);
-    let ctx = Ctx {
-        store,
-        scratch: scratch.clone(),
-        written: Mutex::new(BTreeSet::new()),
-        uploads: Mutex::new(Vec::new()),
-        seed,
-    };
-    let mut report = ProbeReport {
-        schema: SCHEMA.to_string(),
-        location: store.shown(),
-        provider: store.provider.clone(),
-        kind: store.kind.as_str().to_string(),
-        timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        moverctl: env!("CARGO_PKG_VERSION").to_string(),
-        scratch_prefix: scratch,
-        findings: Vec::new(),
-        latency_ms: None,
-        latency_ms_by_request: LatencyByRequest::default(),
-        latency_samples: opts.requests,
-        stream_bytes: opts.stream_bytes,
-        streams: opts.streams,
-        single_stream_bytes_per_sec: None,
-        single_stream_get_bytes_per_sec: None,
-        multi_stream_bytes_per_sec: None,
-        multi_stream_get_bytes_per_sec: None,
-        min_part_size_accepted: None,
-        request_rate: Vec::new(),
-        request_rate_object_bytes: None,
-        client_cpu: None,
-        on_this_machine: store.local_root.is_some(),
-        server_copy: None,
-        cleanup: Cleanup::default(),
-    };
+    let ctx = scratch_ctx(store, seed);
+    let mut report = blank_report(store, &ctx.scratch, &opts);
     let outcome = {
         let run = checks::run_all(&ctx, &opts, &mut report);
         match &opts.cancel {
@@ -426,6 +398,65 @@ pub async fn probe(store: &Store, opts: ProbeOpts) -> Result<ProbeReport, ProbeE
             left: report.cleanup.left,
         }),
         Err(e) => Err(e),
+    }
+}
+
+/// The short probe of an S3 store that grants the checksum-only path, and nothing else: a PUT
+/// with the right `x-amz-checksum-crc64nvme` (accepted?), one with a wrong value (refused?), a
+/// HEAD with checksum mode (the value stored and read back?). Three test objects at most, under
+/// `<prefix>.moverctl-probe-<random>/`, removed before this returns.
+pub async fn checksum_only(store: &Store, s3: &AmazonS3) -> ProbeReport {
+    let ctx = scratch_ctx(store, random_u64());
+    let opts = ProbeOpts {
+        stream_bytes: 0,
+        streams: 0,
+        requests: 0,
+        ..ProbeOpts::default()
+    };
+    let mut report = blank_report(store, &ctx.scratch, &opts);
+    report.checksum_only = true;
+    s3raw::run_crc64(&ctx, s3, &mut report).await;
+    report.cleanup = cleanup(&ctx).await;
+    report
+}
+
+fn scratch_ctx(store: &Store, seed: u64) -> Ctx<'_> {
+    Ctx {
+        store,
+        scratch: format!("{}.moverctl-probe-{seed:016x}/", store.prefix),
+        written: Mutex::new(BTreeSet::new()),
+        uploads: Mutex::new(Vec::new()),
+        seed,
+    }
+}
+
+fn blank_report(store: &Store, scratch: &str, opts: &ProbeOpts) -> ProbeReport {
+    ProbeReport {
+        schema: SCHEMA.to_string(),
+        location: store.shown(),
+        provider: store.provider.clone(),
+        kind: store.kind.as_str().to_string(),
+        timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        moverctl: env!("CARGO_PKG_VERSION").to_string(),
+        scratch_prefix: scratch.to_string(),
+        findings: Vec::new(),
+        latency_ms: None,
+        latency_ms_by_request: LatencyByRequest::default(),
+        latency_samples: opts.requests,
+        stream_bytes: opts.stream_bytes,
+        streams: opts.streams,
+        single_stream_bytes_per_sec: None,
+        single_stream_get_bytes_per_sec: None,
+        multi_stream_bytes_per_sec: None,
+        multi_stream_get_bytes_per_sec: None,
+        min_part_size_accepted: None,
+        request_rate: Vec::new(),
+        request_rate_object_bytes: None,
+        client_cpu: None,
+        on_this_machine: store.local_root.is_some(),
+        server_copy: None,
+        checksum_only: false,
+        cleanup: Cleanup::default(),
     }
 }
 

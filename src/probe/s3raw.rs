@@ -204,6 +204,24 @@ impl Client<'_> {
 }
 
 pub(crate) async fn run(ctx: &Ctx<'_>, s3: &AmazonS3, report: &mut ProbeReport) {
+    let Some(client) = client(s3, report) else {
+        return;
+    };
+    for h in Header::ALL {
+        check_header(ctx, &client, h, report).await;
+    }
+}
+
+/// Only the `x-amz-checksum-crc64nvme` rows (accepted, checked, stored): what grants the
+/// checksum-only path ([`super::checksum_only`]).
+pub(crate) async fn run_crc64(ctx: &Ctx<'_>, s3: &AmazonS3, report: &mut ProbeReport) {
+    if let Some(client) = client(s3, report) {
+        check_header(ctx, &client, Header::Crc64Nvme, report).await;
+    }
+}
+
+/// The HTTP client the raw checks send with; None (every row "not tested") when there is none.
+fn client<'a>(s3: &'a AmazonS3, report: &mut ProbeReport) -> Option<Client<'a>> {
     let http = match reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
         .connect_timeout(Duration::from_secs(10))
@@ -216,13 +234,10 @@ pub(crate) async fn run(ctx: &Ctx<'_>, s3: &AmazonS3, report: &mut ProbeReport) 
                 report,
                 &format!("not tested: no HTTP client ({})", short(&e)),
             );
-            return;
+            return None;
         }
     };
-    let client = Client { s3, http };
-    for h in Header::ALL {
-        check_header(ctx, &client, h, report).await;
-    }
+    Some(Client { s3, http })
 }
 
 async fn check_header(ctx: &Ctx<'_>, client: &Client<'_>, h: Header, report: &mut ProbeReport) {

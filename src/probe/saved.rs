@@ -77,6 +77,20 @@ pub fn for_location(group: &str, location: &str) -> Option<ProbeReport> {
 /// that `location` starts with; the newest of equals), with its file. `group` as in
 /// [`for_location`].
 pub fn covering(group: &str, location: &str) -> Option<(PathBuf, ProbeReport)> {
+    covering_where(group, location, |_| true)
+}
+
+/// [`covering`] among full probes only: the planner's figures (latency, throughput, request
+/// rates) are not in the short probe a first copy runs ([`ProbeReport::checksum_only`]).
+pub fn covering_measured(group: &str, location: &str) -> Option<(PathBuf, ProbeReport)> {
+    covering_where(group, location, |r| !r.checksum_only)
+}
+
+fn covering_where(
+    group: &str,
+    location: &str,
+    keep: impl Fn(&ProbeReport) -> bool,
+) -> Option<(PathBuf, ProbeReport)> {
     let dir = provider_dir(&state_dir()?, group);
     let want = location.trim_end_matches('/');
     let mut best: Option<(PathBuf, ProbeReport)> = None;
@@ -88,7 +102,7 @@ pub fn covering(group: &str, location: &str) -> Option<(PathBuf, ProbeReport)> {
         let Some(report) = std::fs::read_to_string(&path)
             .ok()
             .and_then(|t| serde_json::from_str::<ProbeReport>(&t).ok())
-            .filter(|r| r.schema == SCHEMA)
+            .filter(|r| r.schema == SCHEMA && keep(r))
         else {
             continue;
         };
@@ -110,8 +124,8 @@ pub fn covering(group: &str, location: &str) -> Option<(PathBuf, ProbeReport)> {
     best
 }
 
-/// The newest saved probe of a provider (by the report's timestamp), with its file. Files that
-/// do not parse or carry another schema are skipped.
+/// The newest saved full probe of a provider (by the report's timestamp), with its file. Files
+/// that do not parse or carry another schema, and short first-use probes, are skipped.
 pub fn newest(provider: &str) -> Option<(PathBuf, ProbeReport)> {
     newest_in(&provider_dir(&state_dir()?, provider))
 }
@@ -129,7 +143,7 @@ pub fn newest_in(dir: &Path) -> Option<(PathBuf, ProbeReport)> {
         let Ok(report) = serde_json::from_str::<ProbeReport>(&text) else {
             continue;
         };
-        if report.schema != SCHEMA {
+        if report.schema != SCHEMA || report.checksum_only {
             continue;
         }
         let Ok(ts) = chrono::DateTime::parse_from_rfc3339(&report.timestamp) else {

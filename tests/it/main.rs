@@ -13,6 +13,7 @@ mod fast_fail;
 mod faults;
 mod feedback;
 mod fidelity;
+mod first_probe;
 mod from_url;
 mod gzip;
 mod habits;
@@ -96,7 +97,9 @@ pub fn corpus(bytes: u64, objects: u64) -> Corpus {
 
 /// The binary with a clean environment for moverctl's own settings: no provider override and a
 /// private state folder (so a developer's saved probes or journals never leak into a test).
-/// Tests that need another state folder set MOVERCTL_STATE_DIR again, which wins.
+/// Tests that need another state folder set MOVERCTL_STATE_DIR again, which wins. No probe on
+/// first use (`MOVERCTL_NO_PROBE=1`): a test sees the proof its own setup chose (a saved probe,
+/// or none); the probe on first use has its own tests (`first_use_probe`), which remove it.
 pub fn moverctl() -> std::process::Command {
     static STATE: OnceLock<tempfile::TempDir> = OnceLock::new();
     let state = STATE.get_or_init(|| tempfile::tempdir().unwrap());
@@ -104,6 +107,7 @@ pub fn moverctl() -> std::process::Command {
     c.env_remove("MOVERCTL_PROVIDERS");
     c.env_remove("MOVERCTL_CONFIG");
     c.env("MOVERCTL_STATE_DIR", state.path());
+    c.env("MOVERCTL_NO_PROBE", "1");
     c
 }
 

@@ -129,6 +129,7 @@ impl Move {
             .arg(repo().join("examples/scale-out/slurm-array.sh"))
             .env("PLAN", &self.plan)
             .env("MOVERCTL", env!("CARGO_BIN_EXE_moverctl"))
+            .env("MOVERCTL_NO_PROBE", "1") // as every test but first_probe's
             .env("MOVERCTL_CONFIG", &self.conf)
             .env("MOVERCTL_SCRATCH", self.work.path())
             .env("MOVERCTL_EXEC_ARGS", exec_args)
@@ -524,6 +525,7 @@ fn a_tiered_job_stages_trains_beside_a_drain_and_evicts() {
         .env("CKPT_DST", format!("viaproxy:{}/{ckpt_prefix}", s.bucket_b))
         .env("FAST_DIR", &fast)
         .env("MOVERCTL", env!("CARGO_BIN_EXE_moverctl"))
+        .env("MOVERCTL_NO_PROBE", "1") // as every test but first_probe's
         .env("MOVERCTL_CONFIG", &conf)
         .env("TIERED_DIR", repo().join("examples/tiered"))
         .env(

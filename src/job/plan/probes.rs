@@ -101,7 +101,7 @@ impl ProbeUse {
         stream_given: bool,
     ) -> Option<ProbeUse> {
         let (file, r) = location
-            .and_then(|l| crate::probe::saved::covering(provider, l))
+            .and_then(|l| crate::probe::saved::covering_measured(provider, l))
             .or_else(|| crate::probe::saved::newest(provider))?;
         let latency_ms = match (latency_given, r.latency_ms) {
             (false, Some(ms)) if ms.is_finite() && ms >= 0.0 => Some((ms.ceil() as u32).max(1)),
