@@ -30,7 +30,6 @@ use moverctl::plan::horizon::Reads;
 use moverctl::plan::model::Assumptions;
 use moverctl::plan::render;
 use rust_decimal::Decimal;
-use rust_decimal::prelude::ToPrimitive;
 use std::path::PathBuf;
 
 /// The worked example from the README: 2 PB in 40 M objects out of AWS us-east-1.
@@ -565,7 +564,9 @@ fn json_of(spec: &PlanSpec, out: &PlanOutcome) -> serde_json::Value {
         out.best_assumptions(),
         &out.ranked,
     );
-    let probe = |p: Option<&ProbeUse>| p.map_or(serde_json::Value::Null, probe_json);
+    let probe = |p: Option<&ProbeUse>| {
+        p.map_or(serde_json::Value::Null, moverctl::summary::plan::probe_json)
+    };
     v["assumptions"]["probe"] = probe(out.best().and_then(|i| out.probes[i].as_ref()));
     v["assumptions"]["source_probe"] = probe(out.source_probe.as_ref());
     if let Some(cs) = v["candidates"].as_array_mut() {
@@ -589,7 +590,7 @@ fn print_text(spec: &PlanSpec, out: &PlanOutcome, example: bool) {
     for p in out.source_probe.iter().chain(out.probes.iter().flatten()) {
         if !shown.contains(&&p.file) {
             shown.push(&p.file);
-            println!("{}", probe_line(p));
+            println!("{}", moverctl::summary::plan::probe_line(p));
         }
     }
     print!(
@@ -604,47 +605,6 @@ fn print_text(spec: &PlanSpec, out: &PlanOutcome, example: bool) {
     if let Some(chain) = &out.chain {
         print!("\n{}", moverctl::plan::hops::text(chain));
     }
-}
-
-fn probe_date(p: &ProbeUse) -> String {
-    chrono::DateTime::parse_from_rfc3339(&p.timestamp)
-        .map(|t| {
-            t.with_timezone(&chrono::Utc)
-                .format("%Y-%m-%d %H:%M UTC")
-                .to_string()
-        })
-        .unwrap_or_else(|_| p.timestamp.clone())
-}
-
-/// "using probe of LOCATION (DATE): latency N ms, stream X/s".
-fn probe_line(p: &ProbeUse) -> String {
-    let mut parts = Vec::new();
-    if let Some(ms) = p.latency_ms {
-        parts.push(format!("latency {ms} ms"));
-    }
-    if let Some(s) = p.stream {
-        parts.push(format!(
-            "stream {}/s",
-            moverctl::units::fmt_bytes_si(s.to_u64().unwrap_or(u64::MAX))
-        ));
-    }
-    format!(
-        "using probe of {} ({}): {}",
-        p.location,
-        probe_date(p),
-        parts.join(", ")
-    )
-}
-
-fn probe_json(p: &ProbeUse) -> serde_json::Value {
-    serde_json::json!({
-        "location": p.location,
-        "provider": p.provider,
-        "timestamp": p.timestamp,
-        "file": p.file.display().to_string(),
-        "latency_ms": p.latency_ms,
-        "stream_throughput_bytes_per_second": p.stream.and_then(|s| s.to_u64()),
-    })
 }
 
 /// "Saved PATH (DESTINATION) — run it with: …", with the shards when the plan has them.

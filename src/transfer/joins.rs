@@ -107,7 +107,7 @@ impl Joins {
             ..Default::default()
         }));
         let src_list = prefetch(
-            super::run::source_listing(&shared.src, opts, shared.list_src.clone()),
+            source_listing(&shared.src, opts, shared.list_src.clone()),
             LIST_AHEAD,
         );
         let dst_list = prefetch(
@@ -326,5 +326,20 @@ async fn sampler(
         if started.send(rx).is_err() {
             return;
         }
+    }
+}
+
+/// The source side of the run: its listing, or `--inventory`'s objects (no request).
+pub(super) fn source_listing(
+    src: &Store,
+    opts: &CopyOptions,
+    requests: Arc<AtomicU64>,
+) -> futures::stream::BoxStream<
+    'static,
+    Result<crate::store::list::Listed, crate::store::list::ListError>,
+> {
+    match &opts.inventory {
+        Some(inv) => inv.listing(src),
+        None => list_counted(src, None, requests),
     }
 }

@@ -11,7 +11,7 @@ use super::{copy::context, local_dest};
 use crate::journal::Journal;
 use crate::limit::Limits;
 use crate::store::Store;
-use crate::store::list::{Entry, list_counted};
+use crate::store::list::Entry;
 use context::Ctx;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -70,11 +70,7 @@ impl Run {
             local_dest::adopt_partials(&dst, &mut j.lock().expect("journal lock"))?;
         }
         let src_is_cloud = !src.caps.in_process;
-        // Slow-down answers object_store retried by itself still shrink the window.
-        for s in [&src, &dst] {
-            let l = limits.clone();
-            s.observer.on_throttle(move || l.on_throttled());
-        }
+        observe_throttles(&src, &dst, &limits);
         let counters = opts.counters.clone().unwrap_or_default();
         // Every event also moves the progress counters.
         let mut on_event = {
@@ -132,13 +128,7 @@ impl Run {
                     continue;
                 }
                 Joined::DestOnly(e) => {
-                    if included(&opts, &e) {
-                        pool.report.dest_only += 1;
-                        pool.report.dest_only_bytes += e.size;
-                        on_dest_only(e)?;
-                    } else {
-                        pool.report.dest_filtered += 1;
-                    }
+                    dest_only(&opts, &mut pool.report, e, &mut on_dest_only)?;
                     continue;
                 }
                 Joined::Action(a) => a,
@@ -169,19 +159,29 @@ impl Run {
     }
 }
 
-/// The source side of the run: its listing, or `--inventory`'s objects (no request).
-pub(super) fn source_listing(
-    src: &Store,
-    opts: &CopyOptions,
-    requests: Arc<AtomicU64>,
-) -> futures::stream::BoxStream<
-    'static,
-    Result<crate::store::list::Listed, crate::store::list::ListError>,
-> {
-    match &opts.inventory {
-        Some(inv) => inv.listing(src),
-        None => list_counted(src, None, requests),
+/// Slow-down answers object_store retried by itself still shrink the window.
+fn observe_throttles(src: &Store, dst: &Store, limits: &Limits) {
+    for s in [src, dst] {
+        let l = limits.clone();
+        s.observer.on_throttle(move || l.on_throttled());
     }
+}
+
+/// A key only at the destination: counted, and handed on when inside the filters.
+fn dest_only(
+    opts: &CopyOptions,
+    report: &mut Report,
+    e: Entry,
+    on_dest_only: &mut impl FnMut(Entry) -> Result<(), crate::journal::JournalError>,
+) -> Result<(), crate::journal::JournalError> {
+    if included(opts, &e) {
+        report.dest_only += 1;
+        report.dest_only_bytes += e.size;
+        on_dest_only(e)?;
+    } else {
+        report.dest_filtered += 1;
+    }
+    Ok(())
 }
 
 /// What every copy of the run shares ([`Ctx`]): the stores, the options, the buffer budget (under
@@ -526,7 +526,7 @@ fn spawn_sizer(
     journal: Option<Arc<Mutex<Journal>>>,
 ) {
     use futures::StreamExt;
-    let mut listing = source_listing(src, opts, requests);
+    let mut listing = super::joins::source_listing(src, opts, requests);
     let mut opts = opts.clone();
     // A --files-from list is read alongside one listing: this one gets its own reader.
     opts.select = opts.select.independent();
