@@ -68,7 +68,7 @@ pub struct EngineArgs {
     /// Do not probe an S3 destination on first use (by default one that nothing settles gets a
     /// 3-request probe under .moverctl-probe-*/, removed and saved; if it checks CRC64, writes
     /// are proven by CRC64 instead of an MD5 of every byte).
-    #[arg(long, env = "MOVERCTL_NO_PROBE")]
+    #[arg(long, env = "MOVERCTL_NO_PROBE", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_probe: bool,
     /// Only keys matching this glob (repeatable; rclone's rules: '*.safetensors' at any depth,
     /// '/ckpt/**' from the root only, '**' crosses folders).

@@ -455,6 +455,7 @@ fn ranked_table(ranked: &[Candidate], months: u32) -> String {
             Col::Requests,
             Col::Retrieval,
             Col::EarlyDelete,
+            Col::Other,
             Col::StoragePerMonth,
             Col::LeaveLater,
         ],
@@ -494,13 +495,16 @@ enum Col {
     StoragePerMonth,
     StorageHorizon,
     EarlyDelete,
+    /// Whatever else is in the total (the source billed during the move, its early deletion,
+    /// a restored copy, workers, the option during the move, read stalls), so a row adds up.
+    Other,
     GpuIdle,
     Total,
     Time,
     LeaveLater,
 }
 
-const COLUMNS: [Col; 12] = [
+const COLUMNS: [Col; 13] = [
     Col::Rank,
     Col::Destination,
     Col::Egress,
@@ -509,11 +513,24 @@ const COLUMNS: [Col; 12] = [
     Col::StoragePerMonth,
     Col::StorageHorizon,
     Col::EarlyDelete,
+    Col::Other,
     Col::GpuIdle,
     Col::Total,
     Col::Time,
     Col::LeaveLater,
 ];
+
+/// What the total holds besides the table's own columns.
+fn other(k: &super::candidate::Cost) -> crate::money::Usd {
+    k.total()
+        - (k.egress
+            + k.source_requests
+            + k.destination_requests
+            + k.retrieval
+            + k.storage_horizon
+            + k.early_deletion
+            + k.gpu_idle)
+}
 
 /// The widest line, in characters.
 fn width(table: &str) -> usize {
@@ -532,6 +549,7 @@ fn layout(ranked: &[Candidate], months: u32, cols: &[Col]) -> String {
         Col::StoragePerMonth => "storage\n/mo",
         Col::StorageHorizon => horizon.as_str(),
         Col::EarlyDelete => "early\ndelete",
+        Col::Other => "other",
         Col::GpuIdle => "GPU idle",
         Col::Total => "total",
         Col::Time => "time",
@@ -548,6 +566,7 @@ fn layout(ranked: &[Candidate], months: u32, cols: &[Col]) -> String {
             Col::StoragePerMonth => k.storage_per_month.to_string(),
             Col::StorageHorizon => k.storage_horizon.to_string(),
             Col::EarlyDelete => k.early_deletion.to_string(),
+            Col::Other => other(k).to_string(),
             Col::GpuIdle => k.gpu_idle.to_string(),
             Col::Total => k.total().to_string(),
             Col::Time => fmt_duration(c.time.seconds),

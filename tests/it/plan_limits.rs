@@ -560,3 +560,35 @@ async fn plan_and_exec_agree_on_which_objects_are_fetched_from_the_url() {
         assert_eq!(v["server_side"]["objects"], 2 - streamed, "{}", text(&o));
     }
 }
+
+/// Every row of the move table adds up: whatever the total holds besides the named columns (here
+/// the source billed for the move's 1 d 20 h: 2 PB at AWS, $2,449) is the `other` column, so a
+/// reader can check egress + requests + retrieval + storage + early delete + other + GPU idle =
+/// total (each printed amount is rounded to the dollar above $1,000: a few dollars of slack).
+#[test]
+fn every_row_of_the_move_table_adds_up() {
+    let o = super::moverctl()
+        .args(["plan", "--example", "--no-probe"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(" other "), "{out}");
+    use rust_decimal::Decimal;
+    let money = |w: &str| -> Option<Decimal> { w.strip_prefix('$')?.replace(',', "").parse().ok() };
+    let mut rows = 0;
+    for line in out.lines().filter(|l| l.starts_with(char::is_numeric)) {
+        let amounts: Vec<Decimal> = line.split_whitespace().filter_map(money).collect();
+        if amounts.len() < 8 {
+            continue; // the second table (storage/mo, leave later)
+        }
+        let (parts, total) = (&amounts[..7], amounts[7]);
+        let sum: Decimal = parts.iter().sum();
+        assert!(
+            (sum - total).abs() <= Decimal::from(4),
+            "{line}: {sum} against {total}"
+        );
+        rows += 1;
+    }
+    assert_eq!(rows, 4, "{out}");
+}
