@@ -66,7 +66,7 @@ pub(super) const HEADINGS: &[(&str, &[&str])] = &[
     ),
     (
         "Verification and safety",
-        &["verify", "dry_run", "journal", "lock"],
+        &["verify", "no_probe", "dry_run", "journal", "lock"],
     ),
     (
         "Output",
@@ -182,6 +182,14 @@ pub(super) const SHORT: &[(&str, &str)] = &[
     (
         "inventory",
         "Read the source from its inventory report (S3, Azure, GCS manifest) instead of listing",
+    ),
+    (
+        "no_probe",
+        "Do not probe an S3 destination on first use (MD5 proves the writes)",
+    ),
+    (
+        "plan.no_probe",
+        "Ignore saved probe results (`moverctl probe`); use the defaults",
     ),
     (
         "list_streams",
