@@ -7,8 +7,6 @@
 use super::copy::{CopyError, Ctx};
 use crate::store::StoreErrorKind;
 use crate::store::list::Entry;
-use object_store::GetOptions;
-use std::sync::atomic::Ordering::Relaxed;
 
 /// An error that a changed or vanished source would give.
 pub(super) fn may_be_stale(e: &CopyError) -> bool {
@@ -21,23 +19,7 @@ pub(super) fn may_be_stale(e: &CopyError) -> bool {
 /// What one HEAD of the source shows against the inventory's row: Ok(None) when it is the
 /// inventory's object (its ETag filled in when the inventory had none).
 async fn compare(ctx: &Ctx, entry: &mut Entry) -> Result<Option<CopyError>, CopyError> {
-    let path = ctx.src.path_of(&entry.key).map_err(|e| CopyError::Store {
-        what: "source key",
-        source: e.into(),
-    })?;
-    ctx.counters.head.fetch_add(1, Relaxed);
-    let head = ctx
-        .src
-        .inner
-        .get_opts(
-            &path,
-            GetOptions {
-                head: true,
-                ..Default::default()
-            },
-        )
-        .await;
-    let meta = match head {
+    let meta = match super::copy::source::head_source(ctx, &entry.key, None).await? {
         Ok(r) => r.meta,
         Err(e) if StoreErrorKind::of(&e) == StoreErrorKind::NotFound => {
             return Ok(Some(CopyError::SinceInventory {

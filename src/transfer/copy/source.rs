@@ -299,6 +299,27 @@ async fn part_layout(
     Ok(())
 }
 
+/// One HEAD of the source object `key` through the store client, counted (pinned to `if_match`
+/// when given): the request's own result, for the caller to judge; `Err` only for a key the
+/// store cannot name.
+pub(in crate::transfer) async fn head_source(
+    ctx: &Ctx,
+    key: &str,
+    if_match: Option<String>,
+) -> Result<object_store::Result<object_store::GetResult>, CopyError> {
+    let path = ctx.src.path_of(key).map_err(|e| CopyError::Store {
+        what: "source key",
+        source: e.into(),
+    })?;
+    ctx.counters.head.fetch_add(1, Relaxed);
+    let options = GetOptions {
+        head: true,
+        if_match,
+        ..Default::default()
+    };
+    Ok(ctx.src.inner.get_opts(&path, options).await)
+}
+
 /// [`discover_for`]'s HEAD where the listing's claims do not suffice: without an MD5 it finds what
 /// else the source states; on the checksum-only path it looks for a stored CRC64 that makes
 /// hashing the MD5 unnecessary; for an MD5 taken from an S3 ETag it shows whether that ETag is
@@ -322,24 +343,7 @@ async fn head_claims(ctx: &Ctx, src: &Entry, c: &mut Claims) -> Result<(), CopyE
             Err(e) => return Err(e),
         }
     } else {
-        let path = ctx.src.path_of(&src.key).map_err(|e| CopyError::Store {
-            what: "source key",
-            source: e.into(),
-        })?;
-        ctx.counters.head.fetch_add(1, Relaxed);
-        let r = ctx
-            .src
-            .inner
-            .get_opts(
-                &path,
-                GetOptions {
-                    head: true,
-                    if_match: src.e_tag.clone(),
-                    ..Default::default()
-                },
-            )
-            .await;
-        match r {
+        match head_source(ctx, &src.key, src.e_tag.clone()).await? {
             Ok(r) => {
                 c.meta = Some(ObjectMeta::of_attributes(
                     &r.attributes,
