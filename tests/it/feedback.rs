@@ -239,7 +239,9 @@ fn tail(out: &str) -> &str {
 }
 
 /// Four small files and two of 40 MiB (8 parts of 5 MiB each) in `src`; the copy's command line
-/// into `dst` at 4 MiB/s, so that the large ones are in flight for about 20 s.
+/// into `dst` at 4 MiB/s, so that the large ones are in flight for about 20 s. The shell traps
+/// SIGINT so that it outlives the Ctrl-C and prints the exit status (`script` runs `$SHELL -c`;
+/// dash, unlike bash, dies of the terminal's SIGINT while waiting for its child).
 fn large_copy(env: &Env, src: &Path, dst: &str, journal: &Path) -> String {
     for i in 0..4 {
         let k = format!("s{i}");
@@ -250,7 +252,7 @@ fn large_copy(env: &Env, src: &Path, dst: &str, journal: &Path) -> String {
         std::fs::write(src.join(k), super::faults::data(k, 40 << 20)).unwrap();
     }
     format!(
-        "stty cols 160 rows 40; {} --config {} copy {} {dst} --journal {} --bwlimit 4MiB/s \
+        "trap : INT; stty cols 160 rows 40; {} --config {} copy {} {dst} --journal {} --bwlimit 4MiB/s \
          --part-size 5MiB --multipart-threshold 5MiB --transfers 4; echo EXIT=$?",
         env!("CARGO_BIN_EXE_moverctl"),
         env.path("remotes.toml").display(),
