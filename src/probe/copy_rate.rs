@@ -4,8 +4,11 @@
 //!
 //! S3 only, with a signer, after the throughput phase. The probe writes a small object
 //! ([`super::rates::RATE_OBJECT_BYTES`]) and one of `--size` bytes (in 4 parts of at least
-//! 5 MiB, as exec writes objects above its threshold, when it is 10 MiB or more), then times, as `exec` sends
-//! them (a presigned PUT with `x-amz-copy-source`, metadata replaced):
+//! 5 MiB, as exec writes objects above its threshold, when it is 10 MiB or more; with a
+//! full-object CRC64 where the store keeps one, as exec's checksum path writes them — a service
+//! may copy such an object otherwise: Garage copies a plain multipart object by reference, and
+//! reads one with a stored CRC64 through to compute a new MD5, ~10× slower), then times, as
+//! `exec` sends them (a presigned PUT with `x-amz-copy-source`, metadata replaced):
 //!
 //! | field | how |
 //! |---|---|
@@ -48,6 +51,10 @@ pub struct ServerCopy {
     pub parallel_bytes_per_second: Option<f64>,
     pub part_bytes: u64,
     pub part_copy_bytes_per_second: Option<f64>,
+    /// The `--size` object was written keeping a full-object CRC64 (`x-amz-checksum-algorithm:
+    /// CRC64NVME`), as exec's checksum path writes: its copies are timed as such objects copy.
+    #[serde(default)]
+    pub source_crc64: bool,
     /// Seconds this probe's process took to start before its first request
     /// ([`since_process_start`]); `exec` starts the same way, for each of its two stores.
     #[serde(default)]
@@ -250,7 +257,16 @@ pub(crate) async fn measure(
             let parts: Vec<Bytes> = (0..size.div_ceil(part))
                 .map(|i| body.slice((i * part) as usize..(((i + 1) * part).min(size)) as usize))
                 .collect();
-            (ctx.multipart(&large, &parts).await).map_err(|e| short(&e))?;
+            // As exec's checksum path writes it (a full-object CRC64 the store keeps), where
+            // the store takes that; a plain upload otherwise.
+            let crc = match &ctx.store.crc_writer {
+                Some(w) => (ctx.multipart_through(&w.inner, &large, &parts).await).is_ok(),
+                None => false,
+            };
+            if !crc {
+                (ctx.multipart(&large, &parts).await).map_err(|e| short(&e))?;
+            }
+            sc.source_crc64 = crc;
         } else {
             put(large.clone(), body).await?;
         }

@@ -328,7 +328,18 @@ impl Ctx<'_> {
         path: &Path,
         parts: &[bytes::Bytes],
     ) -> object_store::Result<object_store::PutResult> {
-        let up = self.inner().put_multipart(path).await?;
+        self.multipart_through(self.inner(), path, parts).await
+    }
+
+    /// [`Ctx::multipart`] through `store` (this store's checksum writer, for an upload that
+    /// keeps a full-object CRC64 as exec's checksum path writes it).
+    pub async fn multipart_through(
+        &self,
+        store: &Arc<dyn ObjectStore>,
+        path: &Path,
+        parts: &[bytes::Bytes],
+    ) -> object_store::Result<object_store::PutResult> {
+        let up = store.put_multipart(path).await?;
         let slot: UploadSlot = Arc::new(tokio::sync::Mutex::new(Some(up)));
         self.uploads
             .lock()

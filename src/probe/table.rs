@@ -166,9 +166,14 @@ fn server_copy_row(r: &ProbeReport) -> Option<Vec<String>> {
         "server-side copy (CopyObject)".to_string(),
         rate(c.parallel_bytes_per_second),
         format!(
-            "{} copies of {} at once; one copy of {} {}, of {} {}; {} small copies ({} in flight); UploadPartCopy in parts of {}: {}",
+            "{} copies of {}{} at once; one copy of {} {}, of {} {}; {} small copies ({} in flight); UploadPartCopy in parts of {}: {}",
             c.parallel,
             fmt_bytes(c.object_bytes),
+            if c.source_crc64 {
+                " (multipart, stored CRC64)"
+            } else {
+                ""
+            },
             fmt_bytes(c.object_bytes),
             s(c.copy_seconds),
             fmt_bytes(c.small_object_bytes),

@@ -44,6 +44,10 @@ pub struct Claims {
     pub crc64_meta: Option<u64>,
     /// A CRC64/NVME the source store computed and stored.
     pub crc64_stored: Option<u64>,
+    /// A full-object CRC64/NVME a HEAD of part 1 showed (`x-amz-checksum-type: FULL_OBJECT`):
+    /// a hint only, no claim about the bytes — a server-side copy confirms it with a HEAD of the
+    /// whole object before relying on it.
+    pub crc64_part_hint: Option<u64>,
     pub crc32c: Option<u32>,
     /// The content headers and user metadata an answer showed (not a claim about the bytes:
     /// [`Claims::is_empty`] ignores it).

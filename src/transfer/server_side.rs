@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | single-part, MD5 ETag, ≤ the destination's single-PUT limit | one CopyObject | the copy's ETag is that MD5 (`source-md5+dest-copy-etag`) |
 //! | multipart, `md5(part md5s)-N` ETag, up to the single-PUT limit, on a service that keeps the parts of a copied object (learned from the first answer) | one CopyObject | the copy's ETag is the source's multipart ETag (`source-parts-etag+dest-copy-etag`) |
+//! | multipart with a full-object CRC64 the service keeps, up to the single-PUT limit, where that copy's ETag is another (Garage computes a new MD5 for such a copy; learned from the first answer) | one CopyObject, kept | the CRC64 the service keeps for the copy equals the source's, each read by a HEAD (`source-checksum+dest-copy-checksum`) |
 //! | multipart, `md5(part md5s)-N` ETag, regular layout the destination accepts | UploadPartCopy of the same ranges | every part's ETag, and the completed object's ETag, compose to the source's (`source-parts-etag+dest-copy-etag`) |
 //!
 //! Each copy is pinned to the listed source ETag (`x-amz-copy-source-if-match`), so a source
@@ -28,7 +29,7 @@ use super::copy::attributes::metadata;
 use super::copy::context::{
     CopyError, Ctx, Outcome, ServerSide, progress_in_flight, s3_answer_error, store_err,
 };
-use super::copy::head::raw_head;
+use super::copy::head::{dest_stored_crc64, raw_head};
 use super::copy::resume::{abandon, resume_or_start};
 use super::copy::source::discover_for;
 use super::fidelity::ObjectMeta;
@@ -88,6 +89,7 @@ impl ServerSide {
             src_bucket: bucket.clone(),
             off: AtomicBool::new(false),
             whole: AtomicU8::new(WHOLE_UNKNOWN),
+            whole_crc: AtomicU8::new(WHOLE_UNKNOWN),
         })
     }
 }
@@ -156,14 +158,25 @@ pub(super) async fn copy(
     let res = match &mode {
         Mode::Single(md5) => single(&req, src, crc, *md5).await,
         Mode::Parts { part, etag } => {
-            // One CopyObject first, where the service may keep the parts and an upload of this
-            // object is not being resumed; part by part otherwise, or when that copy's ETag is
-            // not the source's.
+            // One CopyObject first, where the service may keep the parts (or the source's
+            // stored CRC64) and an upload of this object is not being resumed; part by part
+            // otherwise, or when that copy proves out by neither. What the service does is
+            // learned per kind: sources with a stored full-object CRC64, and the others.
+            let stored = claims.crc64_stored.or(claims.crc64_part_hint);
+            let state = match stored {
+                Some(_) => &ss.whole_crc,
+                None => &ss.whole,
+            };
             let try_whole = src.size <= ctx.opts.dst_limits.max_single_put_bytes
-                && ss.whole.load(Relaxed) != WHOLE_REWRITES
+                && state.load(Relaxed) != WHOLE_REWRITES
                 && !resuming(ctx, src)?;
             match if try_whole {
-                whole(&req, ss, src, crc, etag).await
+                let w = Whole {
+                    state,
+                    want: etag,
+                    stored,
+                };
+                whole(&req, &w, src, crc).await
             } else {
                 Ok(None)
             } {
@@ -174,13 +187,15 @@ pub(super) async fn copy(
     };
     match res {
         Ok(Some(mut out)) => {
-            out.verified_by = Verification::new(
-                match mode {
-                    Mode::Single(_) => ReadCheck::SourceMd5,
-                    Mode::Parts { .. } => ReadCheck::SourcePartsEtag,
-                },
-                WriteCheck::DestCopyEtag,
-            );
+            if out.verified_by.write != WriteCheck::DestCopyChecksum {
+                out.verified_by = Verification::new(
+                    match mode {
+                        Mode::Single(_) => ReadCheck::SourceMd5,
+                        Mode::Parts { .. } => ReadCheck::SourcePartsEtag,
+                    },
+                    WriteCheck::DestCopyEtag,
+                );
+            }
             ctx.counters.server_side_objects.fetch_add(1, Relaxed);
             ctx.counters.server_side_bytes.fetch_add(src.size, Relaxed);
             ctx.counters
@@ -329,15 +344,23 @@ async fn single(
     )))
 }
 
-/// One CopyObject of a multipart source, proven only when the answer's ETag is the source's own
-/// multipart ETag (the service kept its parts). Otherwise the copy is deleted, the run learns that
-/// this service rewrites such copies, and `Ok(None)` sends the object to part copies.
+/// What a whole CopyObject of a multipart source must show: the source's multipart ETag, or
+/// (when the source keeps one) its full-object CRC64; and where the run learns which it got.
+struct Whole<'a> {
+    state: &'a AtomicU8,
+    want: &'a str,
+    stored: Option<u64>,
+}
+
+/// One CopyObject of a multipart source, proven when the answer's ETag is the source's own
+/// multipart ETag (the service kept its parts), or else when the source keeps a full-object CRC64
+/// and the copy keeps the same ([`proven_by_checksum`]). Otherwise the copy is deleted, the run
+/// learns that this service rewrites such copies, and `Ok(None)` sends the object to part copies.
 async fn whole(
     req: &Request<'_>,
-    ss: &ServerSide,
+    w: &Whole<'_>,
     src: &Entry,
     crc: Option<u64>,
-    want: &str,
 ) -> Result<Option<Outcome>, Refused> {
     let ctx = req.ctx;
     let mut headers = copy_headers(req, None)?;
@@ -358,20 +381,51 @@ async fn whole(
         return Err(off);
     }
     let etag = copy_result_etag(&answer.body).map_err(Refused::Copy)?;
-    if etag == want {
-        ss.whole.store(WHOLE_KEEPS, Relaxed);
+    if etag == w.want {
+        w.state.store(WHOLE_KEEPS, Relaxed);
         return Ok(Some(outcome(src, crc, None, Some(etag), 0, None, None)));
     }
+    if let Some(stored) = w.stored
+        && proven_by_checksum(ctx, src, req.path, stored).await
+    {
+        w.state.store(WHOLE_KEEPS, Relaxed);
+        let mut out = outcome(src, Some(stored), None, Some(etag), 0, None, None);
+        out.verified_by =
+            Verification::new(ReadCheck::SourceChecksum, WriteCheck::DestCopyChecksum);
+        return Ok(Some(out));
+    }
     let _ = ctx.dst.inner.delete(req.path).await;
-    if ss.whole.swap(WHOLE_REWRITES, Relaxed) != WHOLE_REWRITES {
+    if w.state.swap(WHOLE_REWRITES, Relaxed) != WHOLE_REWRITES {
         tracing::info!(
             target: "moverctl::copy",
             key = %src.key,
-            "a CopyObject of a multipart object did not keep its ETag here; multipart objects are \
-             copied on the server part by part"
+            "a CopyObject of a multipart object kept neither its ETag nor a checksum that proves \
+             it here; such objects are copied on the server part by part"
         );
     }
     Ok(None)
+}
+
+/// Whether the copy at `path` keeps the full-object CRC64 the source keeps: the source's (a HEAD
+/// of the whole object pinned to its listed ETag; a HEAD of part 1 showed `stored` already) and
+/// the destination's (a HEAD of the copy) are both `stored`. A HEAD that fails proves nothing.
+async fn proven_by_checksum(
+    ctx: &Ctx,
+    src: &Entry,
+    path: &object_store::path::Path,
+    stored: u64,
+) -> bool {
+    let Some(s3) = ctx.src.as_s3() else {
+        return false;
+    };
+    let source = match raw_head(ctx, s3, src, None).await {
+        Ok(Some(h)) => h.full_object_crc64(),
+        _ => None,
+    };
+    if source != Some(stored) {
+        return false;
+    }
+    matches!(dest_stored_crc64(ctx, path, &src.key).await, Ok(Some(c)) if c == stored)
 }
 
 /// UploadPartCopy of the source's own ranges, resumable per part, then completion; the result

@@ -99,6 +99,11 @@ labelled!(
         DestCopyBlockMd5 => "dest-copy-block-md5",
         /// As `DestCopyBlockMd5`, by the CRC64s the service answered for the blocks, combined.
         DestCopyBlockCrc64 => "dest-copy-block-crc64",
+        /// Copied by the destination service itself (one CopyObject of a multipart source whose
+        /// answer has another ETag): the full-object CRC64/NVME the service keeps for the copy
+        /// equals the one it keeps for the source (each read by a HEAD, the source's pinned to
+        /// its listed ETag).
+        DestCopyChecksum => "dest-copy-checksum",
         /// Read back and compared by CRC64.
         ReadbackCrc64 => "readback-crc64",
         /// A local file: the CRC64 of the bytes written, computed once as they were handed to

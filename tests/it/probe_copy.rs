@@ -61,6 +61,9 @@ fn probe_times_server_side_copies_and_plan_uses_them_for_one_service_only() {
         assert!(positive(k), "{k} in {sc}");
     }
     assert_eq!(sc["object_bytes"], 16 << 20);
+    // The copied object keeps a full-object CRC64, as exec's checksum path writes them (Garage
+    // copies such an object by reading it through, not by reference).
+    assert_eq!(sc["source_crc64"], true, "{sc}");
     assert_eq!(sc["parallel"], 2);
     assert_eq!(
         v["cleanup"]["left"],

@@ -470,3 +470,115 @@ async fn a_streamed_multipart_source_keeps_its_part_layout() {
     assert!(a.as_deref().is_some_and(|e| e.ends_with("-3")), "{a:?}");
     assert_eq!(a, b, "the copy was not made in the source's 16 MiB parts");
 }
+
+/// A multipart object written with a full-object CRC64 (as moverctl's checksum path and current
+/// SDKs write them), put under `key` of the source.
+async fn seed_crc64_multipart(store: &Store, key: &str, size: u64) {
+    let w = store.crc_writer.clone().expect("an S3 store");
+    let up = w
+        .inner
+        .put_multipart(&store.path_of(key).unwrap())
+        .await
+        .unwrap();
+    let mut m = WriteMultipart::new_with_chunk_size(up, 5 * MIB as usize);
+    m.put(data(key, size));
+    m.finish().await.unwrap();
+}
+
+/// Garage copies a multipart object that keeps a full-object CRC64 as one new object with
+/// another ETag (an MD5 of the whole) and the same stored CRC64: one CopyObject, proven by the
+/// two stored checksums (a HEAD of each), never deleted and copied again part by part. A
+/// destination that states another checksum is not taken: that copy is deleted and the object
+/// copied part by part, proven by its parts' ETags.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multipart_object_with_a_stored_crc64_is_one_copy_proven_by_the_checksums() {
+    let Some(t) = setup("ss-crc").await else {
+        return;
+    };
+    const CRC: (&str, u64) = ("crc/ckpt.bin", 11 * MIB + 3);
+    seed_crc64_multipart(&t.src, CRC.0, CRC.1).await;
+    let dst = unique("ss-crc-dst");
+    let (o, v) = t.copy(&dst, &[]).await;
+    expect(&o, 0);
+    assert_eq!(
+        verified(&v, "source-checksum+dest-copy-checksum"),
+        1,
+        "{}",
+        text(&o)
+    );
+    assert_eq!(v["server_side"]["objects"], 4, "{v}");
+    assert_eq!(v["bytes_read"], 0, "{v}");
+    // One CopyObject per object: no part copies, and nothing deleted.
+    assert_eq!(t.copy_requests(), 4);
+    let log = short_log(&t);
+    assert!(
+        !log.iter()
+            .any(|l| l.contains("partNumber=") && l.starts_with("PUT")
+                || l.starts_with("DELETE")
+                || l.ends_with("?delete")),
+        "{log:?}"
+    );
+    let d = t.dst(&dst);
+    super::copy::assert_same(&t.src, &d).await;
+
+    // The destination's HEAD states another CRC64: that copy proves nothing.
+    let dst2 = unique("ss-crc-bogus");
+    t.proxy.clear();
+    t.proxy.add(
+        "HEAD",
+        &format!("{dst2}/{}", CRC.0),
+        "",
+        PFault::BogusChecksum,
+        1,
+    );
+    let (o, v) = t.copy(&dst2, &[]).await;
+    expect(&o, 0);
+    assert!(t.proxy.unspent().is_empty(), "{:?}", t.proxy.unspent());
+    assert_eq!(
+        verified(&v, "source-checksum+dest-copy-checksum"),
+        0,
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        verified(&v, "source-parts-etag+dest-copy-etag"),
+        2,
+        "{}",
+        text(&o)
+    );
+    // The unproven copy was deleted (object_store deletes in bulk), then copied part by part.
+    let log = short_log(&t);
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("POST") && l.ends_with("?delete")
+                || l.starts_with("DELETE") && l.contains(&format!("{dst2}/crc/"))),
+        "{log:?}"
+    );
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("PUT") && l.contains("/crc/") && l.contains("partNumber=")),
+        "{log:?}"
+    );
+    super::copy::assert_same(&t.src, &t.dst(&dst2)).await;
+}
+
+/// The proxy's log as `METHOD path?query` lines without signatures (for assertion messages).
+fn short_log(t: &Setup) -> Vec<String> {
+    t.proxy
+        .log()
+        .iter()
+        .map(|(m, p, _)| {
+            let keep: Vec<&str> = p
+                .split(['?', '&'])
+                .skip(1)
+                .filter(|q| !q.starts_with("X-Amz-"))
+                .collect();
+            let path = p.split('?').next().unwrap_or(p);
+            if keep.is_empty() {
+                format!("{m} {path}")
+            } else {
+                format!("{m} {path}?{}", keep.join("&"))
+            }
+        })
+        .collect()
+}

@@ -153,6 +153,10 @@ pub struct ServerSide {
     /// object's parts (one request, nearly free), AWS rewrites it as one part with a new ETag
     /// that proves nothing. Learned from the run's first such answer.
     pub(in crate::transfer) whole: AtomicU8,
+    /// The same for multipart sources that keep a full-object CRC64: a service may copy them as
+    /// one new object with another ETag (Garage recomputes the MD5) but the same stored CRC64,
+    /// which then proves the copy.
+    pub(in crate::transfer) whole_crc: AtomicU8,
 }
 
 /// What a run needs to copy from source URLs, decided once when it starts (`FromUrl::between`,

@@ -43,7 +43,7 @@ pub(in crate::transfer) async fn raw_head(
 
 /// The full-object CRC64/NVME the destination keeps for `path` (HEAD with checksum mode), if it
 /// shows one.
-pub(super) async fn dest_stored_crc64(
+pub(in crate::transfer) async fn dest_stored_crc64(
     ctx: &Ctx,
     path: &object_store::path::Path,
     key: &str,

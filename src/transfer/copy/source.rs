@@ -279,6 +279,11 @@ async fn part_layout(
         if let Some(v) = h.get(&format!("x-amz-meta-{META_CRC64}")) {
             c.add_meta_crc64(v);
         }
+        if h.get("x-amz-checksum-type")
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case("FULL_OBJECT"))
+        {
+            c.crc64_part_hint = h.whole_crc64();
+        }
         // An encrypted object's multipart ETag is no MD5 of MD5s: no layout to learn.
         c.note_encryption(&h);
         if let (false, Some(len), Some(e)) = (
