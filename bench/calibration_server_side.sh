@@ -14,6 +14,7 @@
 #
 #   bench/calibration_server_side.sh              # RUNS=3, PROFILE=release
 #   RUNS=1 PROFILE=debug PAIRS=same CORPORA=large bench/calibration_server_side.sh
+#   MBIN=/work/rel/release/moverctl bench/calibration_server_side.sh   # a binary built elsewhere
 #
 # Everything written on the servers is under calib-ss-<stamp>/ and removed at the end; local files
 # go to target/calibration/ss-<stamp>/ (the corpus under target/calibration/corpus is reused).
@@ -39,12 +40,14 @@ STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 W=$ROOT/target/calibration/ss-$STAMP
 mkdir -p "$W"
 export MOVERCTL_STATE_DIR=$W/state
-if [[ $PROFILE == release ]]; then
+if [[ -n ${MBIN:-} ]]; then
+  : # a binary built elsewhere (MBIN=/path/to/moverctl), e.g. a release build in another target dir
+elif [[ $PROFILE == release ]]; then
   (cd "$ROOT" && cargo build --release --locked -q -j "${CARGO_JOBS:-2}")
 else
   (cd "$ROOT" && cargo build --locked -q -j "${CARGO_JOBS:-2}")
 fi
-M=$ROOT/target/$PROFILE/moverctl
+M=${MBIN:-$ROOT/target/$PROFILE/moverctl}
 
 REMOTES=$W/remotes.toml
 cat >"$REMOTES" <<EOF

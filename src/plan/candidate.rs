@@ -60,6 +60,10 @@ pub struct Measured {
     pub source_get_peak_per_second: Option<Decimal>,
     /// The best small-PUT rate the destination reached at any number in flight.
     pub destination_put_peak_per_second: Option<Decimal>,
+    /// HEADs per second the source answers with the run's objects in flight, and its best at
+    /// any number; None from a probe that did not measure them (HEADs are then timed as GETs).
+    pub source_head_per_second: Option<Decimal>,
+    pub source_head_peak_per_second: Option<Decimal>,
     /// Seconds of one small GET with nothing else in flight (1 / the rate at one in flight):
     /// what each object waits for its GET, whatever else runs.
     pub source_get_one_seconds: Option<Decimal>,

@@ -19,7 +19,8 @@
 //! `reads_per_month` (null without `--compute-at`), and `measured` (null without a probe): the
 //! probed bounds applied (`source_get_per_second`, `destination_put_per_second` with the run's
 //! objects in flight, `source_get_peak_per_second`, `destination_put_peak_per_second` at any
-//! number in flight, `source_get_one_seconds`, `destination_put_one_seconds` with one in flight,
+//! number in flight, `source_head_per_second` / `source_head_peak_per_second` (HEADs, null from
+//! an older probe), `source_get_one_seconds`, `destination_put_one_seconds` with one in flight,
 //! `source_get_bytes_per_second`, `destination_put_bytes_per_second`, `cpu_seconds_per_gib`,
 //! `hash_cpu_seconds_per_gib`, `cores`, `shared_host`, and `server_copy`: the destination
 //! service's copies — `copy_request_seconds`, `copy_seconds_per_gib`, `copies_per_second`,
@@ -197,6 +198,8 @@ fn measured_json(m: &super::candidate::Measured) -> serde_json::Value {
         "source_get_per_second": m.source_get_per_second.map(dec),
         "destination_put_per_second": m.destination_put_per_second.map(dec),
         "source_get_peak_per_second": m.source_get_peak_per_second.map(dec),
+        "source_head_per_second": m.source_head_per_second.map(dec),
+        "source_head_peak_per_second": m.source_head_peak_per_second.map(dec),
         "destination_put_peak_per_second": m.destination_put_peak_per_second.map(dec),
         "source_get_one_seconds": m.source_get_one_seconds.map(dec),
         "destination_put_one_seconds": m.destination_put_one_seconds.map(dec),

@@ -15,7 +15,7 @@
 //! `copy_seconds` (the `server copy` bound) = what the service copies at once: the whole copies'
 //! bytes over its parallel CopyObject throughput (or their count over its copy rate, whichever is
 //! longer), plus the part copies' bytes over its UploadPartCopy throughput, plus the source's
-//! HEADs over the source's small-GET rate (the same service answers them).
+//! HEADs over the source's HEAD rate (the same service answers them).
 //! `start_seconds`: what starting `exec` took as the probes measured it (their processes' start,
 //! one per store), added to the binding bound — a copy on the server is often over in a second,
 //! so exec's own start is a visible share of it.
@@ -92,8 +92,11 @@ pub fn seconds(
         r.copies_per_second,
     ));
     // The source's HEADs are answered by the same service (one service at both ends), between
-    // the copies: at the source's measured small-GET rate.
-    let heads = over(c.source_head, m.source_get_per_second);
+    // the copies: at the source's measured HEAD rate (its small-GET rate from an older probe).
+    let heads = over(
+        c.source_head,
+        m.source_head_per_second.or(m.source_get_per_second),
+    );
     Some(ServerSideSeconds {
         request_seconds: (slot_total / slots).max(longest),
         copy_seconds: whole + over(part_bytes, r.part_copy_bytes_per_second) + heads,
@@ -170,6 +173,12 @@ mod tests {
         };
         let s = seconds(&dst, &corpus(2_000, 16_384), &heads, &with_gets).unwrap();
         assert_eq!(s.copy_seconds, Decimal::from(15));
+        // A probe that measured HEADs (1,000/s) times them as HEADs: 2 s, 12 s in all.
+        if let Some(m) = with_gets.measured.as_mut() {
+            m.source_head_per_second = Some(Decimal::from(1_000));
+        }
+        let s = seconds(&dst, &corpus(2_000, 16_384), &heads, &with_gets).unwrap();
+        assert_eq!(s.copy_seconds, Decimal::from(12));
         // 2,000 × 16 KiB: slot 0.001 + 0.003 + 16,384 / 2^30 × 0.1 = 0.0040015258789... s;
         // × 2,000 / 32 slots = 0.25009536743... s. Copies: 2,000 / 200 = 10 s against
         // 32,768,000 / 2 GiB/s = 0.0153 s: the copy rate binds, 10 s.

@@ -196,7 +196,11 @@ pub fn measured_seconds(corpus: &Corpus, c: &Counts, m: Option<&Measured>) -> Me
         _ => Decimal::ZERO,
     };
     let bytes = Decimal::from(corpus.total_bytes());
-    let gets = per(c.source_get + c.source_head, m.source_get_per_second);
+    let gets = per(c.source_get, m.source_get_per_second)
+        + per(
+            c.source_head,
+            m.source_head_per_second.or(m.source_get_per_second),
+        );
     let puts = per(c.destination_put, m.destination_put_per_second);
     let through = |rate: Option<Decimal>| match rate {
         Some(r) if r > Decimal::ZERO => bytes / r,
@@ -220,8 +224,14 @@ pub fn measured_seconds(corpus: &Corpus, c: &Counts, m: Option<&Measured>) -> Me
         // faster than with the run's objects in flight. A phase bound by latency (its rate
         // grows with what is in flight) costs the cores little and overlaps the other.
         let capacity = per(
-            c.source_get + c.source_head,
+            c.source_get,
             m.source_get_peak_per_second.or(m.source_get_per_second),
+        ) + per(
+            c.source_head,
+            (m.source_head_peak_per_second)
+                .or(m.source_head_per_second)
+                .or(m.source_get_peak_per_second)
+                .or(m.source_get_per_second),
         ) + per(
             c.destination_put,
             m.destination_put_peak_per_second

@@ -219,6 +219,17 @@ impl ProbeReport {
             .collect();
         rates::rate_at(&pts, concurrency)
     }
+
+    /// HEADs per second at `concurrency` (as [`ProbeReport::get_rate_at`]); None from a probe
+    /// that did not measure them.
+    pub fn head_rate_at(&self, concurrency: usize) -> Option<f64> {
+        let pts: Vec<(usize, f64)> = self
+            .request_rate
+            .iter()
+            .filter_map(|p| Some((p.in_flight, p.head_per_sec?)))
+            .collect();
+        rates::rate_at(&pts, concurrency)
+    }
 }
 
 /// How much to measure, and what to do it with.

@@ -1,9 +1,10 @@
 //! What bounds a run, measured: the server's aggregate request rate under concurrency, and the
 //! engine's own CPU cost per GiB on this machine.
 //!
-//! - Request rate: small objects (`RATE_OBJECT_BYTES`) PUT, then GET, with 1, 8, 32 and 64
-//!   requests in flight (`RATE_LEVELS`); each level moves `max(4 × in flight, 32)` objects and
-//!   records objects/s for each direction. The rate stops rising where the server (or the client's
+//! - Request rate: small objects (`RATE_OBJECT_BYTES`) PUT, then GET, then HEAD, with 1, 8, 32
+//!   and 64 requests in flight (`RATE_LEVELS`); each level moves `max(4 × in flight, 32)` objects
+//!   and records objects/s for each kind (a HEAD carries no body: a service answers it faster than
+//!   a GET, and a copy on the server HEADs every source object). The rate stops rising where the server (or the client's
 //!   cores) saturate; the planner takes the best rate measured at or below a run's concurrency.
 //! - Engine CPU per GiB: CPU seconds of this thread to hash 64 MiB with the executor's own
 //!   [`crate::checksum::Hasher`] (CRC64/NVME + MD5) and copy it once into a buffer already in
@@ -27,6 +28,9 @@ pub struct RatePoint {
     pub in_flight: usize,
     pub put_per_sec: Option<f64>,
     pub get_per_sec: Option<f64>,
+    /// HEADs of the same objects (absent in probes before 2026-12-06).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_per_sec: Option<f64>,
 }
 
 /// The engine's cost per GiB on the machine that probed.
@@ -95,8 +99,12 @@ pub(crate) fn round4(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
 }
 
-/// PUT then GET `n` small objects with `in_flight` requests at a time; objects/s of each.
-async fn level(ctx: &Ctx<'_>, in_flight: usize, body: &Bytes) -> object_store::Result<(f64, f64)> {
+/// PUT, GET, then HEAD `n` small objects with `in_flight` requests at a time; objects/s of each.
+async fn level(
+    ctx: &Ctx<'_>,
+    in_flight: usize,
+    body: &Bytes,
+) -> object_store::Result<(f64, f64, f64)> {
     use futures::StreamExt;
     let n = (in_flight * 4).max(32);
     let paths: Vec<_> = (0..n).map(|i| ctx.path(&format!("rate/{i}"))).collect();
@@ -129,7 +137,25 @@ async fn level(ctx: &Ctx<'_>, in_flight: usize, body: &Bytes) -> object_store::R
         }
     }
     let get = n as f64 / t.elapsed().as_secs_f64().max(1e-9);
-    Ok((put.round(), get.round()))
+    let t = Instant::now();
+    let heads: Vec<object_store::Result<u64>> = futures::stream::iter(paths.iter())
+        .map(|p| {
+            let s = ctx.inner().clone();
+            async move { Ok(s.head(p).await?.size) }
+        })
+        .buffer_unordered(in_flight)
+        .collect()
+        .await;
+    for h in heads {
+        if h? != body.len() as u64 {
+            return Err(object_store::Error::Generic {
+                store: "probe",
+                source: "a HEAD answered another length for a small object".into(),
+            });
+        }
+    }
+    let head = n as f64 / t.elapsed().as_secs_f64().max(1e-9);
+    Ok((put.round(), get.round(), head.round()))
 }
 
 /// Measure the request rate at each of [`RATE_LEVELS`]; a failed level is recorded as unknown
@@ -138,8 +164,8 @@ pub(crate) async fn request_rates(ctx: &Ctx<'_>, report: &mut ProbeReport) {
     let body = super::common::test_bytes(ctx.seed ^ 0x7a7e, RATE_OBJECT_BYTES);
     report.request_rate_object_bytes = Some(RATE_OBJECT_BYTES as u64);
     for in_flight in RATE_LEVELS {
-        let (put, get) = match level(ctx, in_flight, &body).await {
-            Ok((p, g)) => (Some(p), Some(g)),
+        let (put, get, head) = match level(ctx, in_flight, &body).await {
+            Ok((p, g, h)) => (Some(p), Some(g), Some(h)),
             Err(e) => {
                 report.findings.push(super::Finding::new(
                     "request_rate",
@@ -147,13 +173,14 @@ pub(crate) async fn request_rates(ctx: &Ctx<'_>, report: &mut ProbeReport) {
                     super::Status::Unknown,
                     format!("{in_flight} in flight failed: {}", super::common::short(&e)),
                 ));
-                (None, None)
+                (None, None, None)
             }
         };
         report.request_rate.push(RatePoint {
             in_flight,
             put_per_sec: put,
             get_per_sec: get,
+            head_per_sec: head,
         });
         if put.is_none() {
             break;

@@ -129,10 +129,12 @@ fn request_rate_row(r: &ProbeReport) -> Option<Vec<String>> {
         .iter()
         .map(|p| {
             format!(
-                "{}: PUT {} GET {}",
+                "{}: PUT {} GET {}{}",
                 p.in_flight,
                 per(p.put_per_sec),
-                per(p.get_per_sec)
+                per(p.get_per_sec),
+                p.head_per_sec
+                    .map_or(String::new(), |h| format!(" HEAD {h:.0}/s"))
             )
         })
         .collect();
@@ -144,11 +146,19 @@ fn request_rate_row(r: &ProbeReport) -> Option<Vec<String>> {
         .unwrap_or(1);
     Some(vec![
         "request rate under concurrency".to_string(),
-        format!(
-            "PUT {}, GET {}",
-            per(r.put_rate_at(top)),
-            per(r.get_rate_at(top))
-        ),
+        match r.head_rate_at(top) {
+            Some(h) => format!(
+                "PUT {}, GET {}, HEAD {}",
+                per(r.put_rate_at(top)),
+                per(r.get_rate_at(top)),
+                per(Some(h))
+            ),
+            None => format!(
+                "PUT {}, GET {}",
+                per(r.put_rate_at(top)),
+                per(r.get_rate_at(top))
+            ),
+        },
         format!(
             "best objects/s of {} objects; in flight {}",
             fmt_bytes(r.request_rate_object_bytes.unwrap_or(0)),

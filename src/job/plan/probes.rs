@@ -49,6 +49,8 @@ pub fn measured_of(
         source_get_per_second: dec_of(s.and_then(|r| r.get_rate_at(in_flight))),
         destination_put_per_second: dec_of(d.and_then(|r| r.put_rate_at(in_flight))),
         source_get_peak_per_second: dec_of(s.and_then(|r| r.get_rate_at(usize::MAX))),
+        source_head_per_second: dec_of(s.and_then(|r| r.head_rate_at(in_flight))),
+        source_head_peak_per_second: dec_of(s.and_then(|r| r.head_rate_at(usize::MAX))),
         destination_put_peak_per_second: dec_of(d.and_then(|r| r.put_rate_at(usize::MAX))),
         source_get_one_seconds: dec_of(s.and_then(|r| r.get_rate_at(1)).map(|r| 1.0 / r)),
         destination_put_one_seconds: dec_of(d.and_then(|r| r.put_rate_at(1)).map(|r| 1.0 / r)),
