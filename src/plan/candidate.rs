@@ -99,6 +99,9 @@ pub struct CopyRates {
     pub copy_seconds_per_gib: Decimal,
     /// Small CopyObjects per second with 32 in flight.
     pub copies_per_second: Option<Decimal>,
+    /// Small objects per second copied as exec copies each (a HEAD of the source, then the
+    /// CopyObject), 32 in flight; None from an older probe.
+    pub head_copies_per_second: Option<Decimal>,
     /// Bytes per second of CopyObjects of large objects in parallel.
     pub copy_bytes_per_second: Option<Decimal>,
     /// Bytes per second of one object copied by UploadPartCopy, its parts in parallel.

@@ -213,6 +213,7 @@ fn measured_json(m: &super::candidate::Measured) -> serde_json::Value {
             "copy_request_seconds": dec(r.copy_request_seconds),
             "copy_seconds_per_gib": dec(r.copy_seconds_per_gib),
             "copies_per_second": r.copies_per_second.map(dec),
+            "head_copies_per_second": r.head_copies_per_second.map(dec),
             "copy_bytes_per_second": r.copy_bytes_per_second.map(dec),
             "part_copy_bytes_per_second": r.part_copy_bytes_per_second.map(dec),
             "start_seconds": r.start_seconds.map(dec),

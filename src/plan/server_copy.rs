@@ -13,9 +13,11 @@
 //! `request_seconds` = the slots' seconds over the slots in flight, and never less than the
 //! longest object's own (a move of fewer objects than slots waits for its largest one).
 //! `copy_seconds` (the `server copy` bound) = what the service copies at once: the whole copies'
-//! bytes over its parallel CopyObject throughput (or their count over its copy rate, whichever is
-//! longer), plus the part copies' bytes over its UploadPartCopy throughput, plus the source's
-//! HEADs over the source's HEAD rate (the same service answers them).
+//! bytes over its parallel CopyObject throughput (or their count over its rate of copies made as
+//! exec makes them, a HEAD of the source then the CopyObject, whichever is longer), plus the part
+//! copies' bytes over its UploadPartCopy throughput, plus the source's other HEADs over the
+//! source's HEAD rate (the same service answers them). From an older probe (copies timed without
+//! their HEAD), every HEAD is timed apart.
 //! `start_seconds`: what starting `exec` took as the probes measured it (their processes' start,
 //! one per store), added to the binding bound — a copy on the server is often over in a second,
 //! so exec's own start is a visible share of it.
@@ -87,14 +89,20 @@ pub fn seconds(
         Some(v) if v > Decimal::ZERO => Decimal::from(n) / v,
         _ => Decimal::ZERO,
     };
-    let whole = over(whole_bytes, r.copy_bytes_per_second).max(over(
-        whole_objects.min(c.destination_put),
-        r.copies_per_second,
-    ));
-    // The source's HEADs are answered by the same service (one service at both ends), between
-    // the copies: at the source's measured HEAD rate (its small-GET rate from an older probe).
+    // Exec HEADs each source object before copying it. Where the probe timed copies made that
+    // way (a HEAD, then the CopyObject), that rate times the whole copies with their HEADs;
+    // otherwise the copies alone, and every HEAD apart.
+    let (copy_rate, heads_apart) = match r.head_copies_per_second {
+        Some(v) if v > Decimal::ZERO => (Some(v), c.source_head.saturating_sub(whole_objects)),
+        _ => (r.copies_per_second, c.source_head),
+    };
+    let whole = over(whole_bytes, r.copy_bytes_per_second)
+        .max(over(whole_objects.min(c.destination_put), copy_rate));
+    // The source's other HEADs are answered by the same service (one service at both ends),
+    // between the copies: at the source's measured HEAD rate (its small-GET rate from an older
+    // probe).
     let heads = over(
-        c.source_head,
+        heads_apart,
         m.source_head_per_second.or(m.source_get_per_second),
     );
     Some(ServerSideSeconds {
@@ -148,6 +156,7 @@ mod tests {
             copy_request_seconds: Decimal::new(3, 3),
             copy_seconds_per_gib: Decimal::new(1, 1),
             copies_per_second: Some(Decimal::from(200)),
+            head_copies_per_second: None,
             copy_bytes_per_second: Some(Decimal::from(2u64 << 30)),
             part_copy_bytes_per_second: Some(Decimal::from(200_000_000u64)),
             start_seconds: Some(Decimal::new(2, 1)),
@@ -179,6 +188,17 @@ mod tests {
         }
         let s = seconds(&dst, &corpus(2_000, 16_384), &heads, &with_gets).unwrap();
         assert_eq!(s.copy_seconds, Decimal::from(12));
+        // A probe that timed copies made as exec makes them (a HEAD, then the copy: 125/s) times
+        // the 2,000 copies with their HEADs at that rate: 16 s, and no HEAD apart.
+        if let Some(r) = with_gets
+            .measured
+            .as_mut()
+            .and_then(|m| m.server_copy.as_mut())
+        {
+            r.head_copies_per_second = Some(Decimal::from(125));
+        }
+        let s = seconds(&dst, &corpus(2_000, 16_384), &heads, &with_gets).unwrap();
+        assert_eq!(s.copy_seconds, Decimal::from(16));
         // 2,000 × 16 KiB: slot 0.001 + 0.003 + 16,384 / 2^30 × 0.1 = 0.0040015258789... s;
         // × 2,000 / 32 slots = 0.25009536743... s. Copies: 2,000 / 200 = 10 s against
         // 32,768,000 / 2 GiB/s = 0.0153 s: the copy rate binds, 10 s.

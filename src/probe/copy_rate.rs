@@ -15,6 +15,7 @@
 //! | `small_copy_seconds` | CopyObject of the small object, one in flight, the median of 5 |
 //! | `copy_seconds` | CopyObject of the `--size` object, one in flight, the median of 3 |
 //! | `small_copies_per_second` | 64 CopyObjects of the small object, 32 in flight |
+//! | `small_head_copies_per_second` | 64 objects copied as exec copies each one: a HEAD of the source (checksum mode, pinned to its ETag), then its CopyObject; 32 in flight |
 //! | `parallel_bytes_per_second` | `--streams` CopyObjects of the `--size` object at once |
 //! | `part_copy_bytes_per_second` | one multipart upload of the `--size` object by UploadPartCopy of 4 ranges (at least 5 MiB each) in parallel, completed |
 //!
@@ -47,6 +48,10 @@ pub struct ServerCopy {
     pub object_bytes: u64,
     pub copy_seconds: Option<f64>,
     pub small_copies_per_second: Option<f64>,
+    /// Objects per second copied as exec copies each one (a HEAD of the source, then the
+    /// CopyObject), 32 in flight; absent in probes before 2026-12-06.
+    #[serde(default)]
+    pub small_head_copies_per_second: Option<f64>,
     pub parallel: usize,
     pub parallel_bytes_per_second: Option<f64>,
     pub part_bytes: u64,
@@ -136,6 +141,56 @@ impl Copier<'_> {
         crate::store::presign::xml_field(&body, "ETag")
             .map(|e| e.replace("&quot;", "\""))
             .ok_or_else(|| "the copy's answer holds no ETag".to_string())
+    }
+
+    /// A HEAD of `from` as exec sends one before copying it: presigned, with checksum mode,
+    /// pinned to `etag`.
+    async fn head(&self, from: &Path, etag: &str) -> Result<(), String> {
+        let mode = HeaderName::from_static("x-amz-checksum-mode");
+        let enabled = HeaderValue::from_static("ENABLED");
+        let opts = SignedUrlOptions::default().with_signed_header(mode.clone(), enabled.clone());
+        let url = self
+            .s3
+            .signed_url_opts(Method::HEAD, from, Duration::from_secs(300), &opts)
+            .await
+            .map_err(|e| format!("presigning failed: {}", short(&e)))?;
+        let resp = crate::store::presign::client()
+            .head(url)
+            .header(mode, enabled)
+            .header("if-match", etag)
+            .send()
+            .await
+            .map_err(|e| format!("request failed: {}", short(&e.without_url())))?;
+        match resp.status().as_u16() {
+            200..=299 => Ok(()),
+            s => Err(format!("HEAD answered HTTP {s}")),
+        }
+    }
+
+    /// `count` objects copied as exec copies each (a HEAD of `from`, then its CopyObject),
+    /// `in_flight` at a time; objects per second.
+    async fn many_with_head(
+        &self,
+        from: &Path,
+        etag: &str,
+        count: usize,
+        in_flight: usize,
+    ) -> Result<f64, String> {
+        use futures::StreamExt;
+        let to: Vec<Path> = (0..count)
+            .map(|i| self.ctx.path(&format!("copy/headed-{i}")))
+            .collect();
+        let t = Instant::now();
+        let res: Vec<Result<String, String>> = futures::stream::iter(to.iter())
+            .map(|p| async move {
+                self.head(from, etag).await?;
+                self.copy(from, p, None).await
+            })
+            .buffer_unordered(in_flight.max(1))
+            .collect()
+            .await;
+        res.into_iter().collect::<Result<Vec<_>, _>>()?;
+        Ok(count as f64 / t.elapsed().as_secs_f64().max(1e-9))
     }
 
     /// Seconds of one CopyObject of `from`, the median of `n`.
@@ -249,7 +304,10 @@ pub(crate) async fn measure(
         let put = |p: Path, b: Bytes| async move {
             ctx.inner().put(&p, b.into()).await.map_err(|e| short(&e))
         };
-        put(small.clone(), test_bytes(ctx.seed ^ 0xc0b1, small_bytes)).await?;
+        let small_etag = put(small.clone(), test_bytes(ctx.seed ^ 0xc0b1, small_bytes))
+            .await?
+            .e_tag
+            .unwrap_or_default();
         // Written in parts, as exec writes (and most corpora hold) objects above its
         // threshold: a service may copy such an object part by part.
         let body = test_bytes(ctx.seed ^ 0xc0b2, size as usize);
@@ -274,6 +332,11 @@ pub(crate) async fn measure(
         sc.copy_seconds = Some(round6(c.one(&large, "large", 3).await?));
         sc.small_copies_per_second = Some(
             c.many(&small, "rate", SMALL_COPIES, SMALL_IN_FLIGHT)
+                .await?
+                .round(),
+        );
+        sc.small_head_copies_per_second = Some(
+            c.many_with_head(&small, &small_etag, SMALL_COPIES, SMALL_IN_FLIGHT)
                 .await?
                 .round(),
         );

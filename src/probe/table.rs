@@ -176,7 +176,7 @@ fn server_copy_row(r: &ProbeReport) -> Option<Vec<String>> {
         "server-side copy (CopyObject)".to_string(),
         rate(c.parallel_bytes_per_second),
         format!(
-            "{} copies of {}{} at once; one copy of {} {}, of {} {}; {} small copies ({} in flight); UploadPartCopy in parts of {}: {}",
+            "{} copies of {}{} at once; one copy of {} {}, of {} {}; {} small copies ({} in flight), {} each after a HEAD as exec copies; UploadPartCopy in parts of {}: {}",
             c.parallel,
             fmt_bytes(c.object_bytes),
             if c.source_crc64 {
@@ -190,6 +190,7 @@ fn server_copy_row(r: &ProbeReport) -> Option<Vec<String>> {
             s(c.small_copy_seconds),
             per(c.small_copies_per_second),
             32,
+            per(c.small_head_copies_per_second),
             fmt_bytes(c.part_bytes),
             rate(c.part_copy_bytes_per_second)
         ),

@@ -54,6 +54,7 @@ fn probe_times_server_side_copies_and_plan_uses_them_for_one_service_only() {
         "small_copy_seconds",
         "copy_seconds",
         "small_copies_per_second",
+        "small_head_copies_per_second",
         "parallel_bytes_per_second",
         "part_copy_bytes_per_second",
         "process_start_seconds",

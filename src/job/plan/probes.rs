@@ -86,6 +86,7 @@ fn copy_rates(c: &crate::probe::copy_rate::ServerCopy) -> Option<CopyRates> {
         copy_request_seconds: fixed,
         copy_seconds_per_gib: dec_of(Some(per_gib)).unwrap_or(Decimal::ZERO),
         copies_per_second: dec_of(c.small_copies_per_second),
+        head_copies_per_second: dec_of(c.small_head_copies_per_second),
         copy_bytes_per_second: dec_of(c.parallel_bytes_per_second),
         part_copy_bytes_per_second: dec_of(c.part_copy_bytes_per_second),
         start_seconds: None,
