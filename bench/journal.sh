@@ -5,7 +5,7 @@
 # deleted afterwards.
 #
 # Environment: N (10000000) DIR (where the journal is written; default target/bench/journal)
-# OUT (report; default bench/results/<date>-list.md, appended) SKIP_BUILD=1
+# OUT (report; default bench/results/<date>-list.md, appended) SKIP_BUILD=1 CARGO_TARGET_DIR
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,7 +16,8 @@ mkdir -p "$DIR"
 if [[ ${SKIP_BUILD:-} != 1 ]]; then
   (cd "$ROOT" && cargo build -j 2 --release --quiet --example journal_scale)
 fi
-/usr/bin/time -v -o "$DIR/time.txt" "$ROOT/target/release/examples/journal_scale" "$N" "$DIR" | tee "$DIR/results.jsonl"
+# Built where cargo builds (CARGO_TARGET_DIR, e.g. a release tree kept apart from the tests').
+/usr/bin/time -v -o "$DIR/time.txt" "${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/journal_scale" "$N" "$DIR" | tee "$DIR/results.jsonl"
 rm -f "$DIR"/journal-scale.sqlite*
 python3 - "$DIR" "$OUT" "$N" <<'EOF'
 import json, re, sys

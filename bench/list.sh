@@ -40,7 +40,7 @@ if [[ ${SKIP_BUILD:-} != 1 ]]; then
   log "building moverctl (release)"
   (cd "$ROOT" && cargo build -j 2 --release --quiet --bin moverctl)
 fi
-MOVERCTL="${MOVERCTL_BIN:-$ROOT/target/release/moverctl}"
+MOVERCTL="${MOVERCTL_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/moverctl}"
 RCLONE_BIN="$(bash "$ROOT/../shared/tools/rclone-latest.sh" 2>/dev/null | tail -n 1 || true)"
 [[ -x $RCLONE_BIN ]] || RCLONE_BIN="$(command -v rclone || true)"
 [[ -x $RCLONE_BIN ]] || {
