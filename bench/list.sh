@@ -15,6 +15,9 @@
 # Garage's own floor: LATENCY_SAMPLES single LIST requests of 1,000 keys (curl --aws-sigv4) at
 # spread-out start-after points, one at a time and 8 at a time.
 #
+# DELAY_MS (0): every request of the measured tools (and of the floor's curl) goes through
+# bench/lib/delay-proxy.py, held that long, as over a path to a cloud region (the corpus upload
+# does not).
 # Environment: N_OBJECTS (1000000) STREAMS ("1 2 4 8 16") RCLONE_TOOLS ("rclone-lsf rclone-size") ROUNDS (3) PORT (3980)
 # LATENCY_SAMPLES (40) GDIR (the Garage folder; default under BENCH_DIR) KEEP=1 (leave Garage and
 # its corpus running; default: stop it and delete its folder and the local tree)
@@ -78,6 +81,24 @@ if [[ ! -f $marker ]]; then
   "${RCLONE[@]}" copy "$WORK/tree" g:moverctl-a/list1m --transfers 64 --checkers 16 \
     --no-check-dest --s3-no-head --stats 0 -q
   touch "$marker"
+fi
+
+# --- a path with latency (DELAY_MS): every request through bench/lib/delay-proxy.py ------------
+export DELAY_MS="${DELAY_MS:-0}"
+if [[ $DELAY_MS != 0 ]]; then
+  PROXY_PORT=$((PORT + 10))
+  python3 "$ROOT/bench/lib/delay-proxy.py" "$PROXY_PORT" "$PORT" "$DELAY_MS" &
+  PROXY_PID=$!
+  trap 'kill "$PROXY_PID" 2>/dev/null || true; cleanup' EXIT
+  for _ in $(seq 1 50); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$PROXY_PORT") 2>/dev/null && break
+    sleep 0.1
+  done
+  ENDPOINT="http://127.0.0.1:$PROXY_PORT"
+  log "every request delayed ${DELAY_MS} ms (delay proxy on $ENDPOINT)"
+  printf '[remotes.g]\ntype = "s3"\nprovider = "onprem"\nendpoint = "%s"\nregion = "garage"\naccess_key_id_env = "BENCH_S3_KEY_ID"\nsecret_access_key_env = "BENCH_S3_SECRET"\n' \
+    "$ENDPOINT" >"$REMOTES"
+  export RCLONE_CONFIG_G_ENDPOINT="$ENDPOINT"
 fi
 
 # --- Garage's floor: single LIST requests -------------------------------------------------------
@@ -165,7 +186,10 @@ for r in rows:
         by.setdefault(r["tool"], []).append(r)
 med = lambda t, k: statistics.median(x[k] for x in by[t])
 one = med("moverctl-1", "wall_s") if "moverctl-1" in by else None
-lines = [f"## Listing {n:,} objects (private Garage, LMDB; medians of {rounds} rounds)", "",
+import os
+delay = os.environ.get("DELAY_MS", "0")
+path = f", every request delayed {delay} ms" if delay not in ("", "0") else ""
+lines = [f"## Listing {n:,} objects (private Garage, LMDB{path}; medians of {rounds} rounds)", "",
          "| tool | wall s | keys/s | vs 1 stream | CPU s | peak RSS MB | LIST requests | all keys |",
          "|---|---|---|---|---|---|---|---|"]
 for t in by:
