@@ -181,11 +181,29 @@ pub fn run(mut cli: Cli) -> Result<Exit, CliError> {
         moverctl::job::trust::remotes::check(&catalog, &r)?;
         Ok(r)
     };
-    match cli.command {
-        Command::Plan(args) => {
-            plan_cmd::run(&catalog, cli.config.as_deref(), *args).map(|()| Exit::Success)
-        }
-        Command::Providers(args) => providers_cmd::run(&catalog, args).map(|()| Exit::Success),
+    let dry_run = match &cli.command {
+        Command::Copy(a) => a.engine.dry_run,
+        Command::Sync(a) => a.engine.dry_run,
+        Command::Exec(a) => a.engine.dry_run,
+        _ => false,
+    };
+    let done = dispatch(cli.command, &catalog, cli.config.as_deref(), load_remotes);
+    if dry_run || done.is_err() {
+        moverctl::store::remove_created_if_empty();
+    }
+    done
+}
+
+/// Runs one command (after `run` has set up logging, the catalog and the remotes).
+fn dispatch(
+    command: Command,
+    catalog: &Catalog,
+    config: Option<&std::path::Path>,
+    load_remotes: impl Fn() -> Result<moverctl::store::config::Remotes, CliError>,
+) -> Result<Exit, CliError> {
+    match command {
+        Command::Plan(args) => plan_cmd::run(catalog, config, *args).map(|()| Exit::Success),
+        Command::Providers(args) => providers_cmd::run(catalog, args).map(|()| Exit::Success),
         Command::Ls(args) => {
             let remotes = load_remotes()?;
             ls_cmd::run(&remotes, args)
@@ -196,20 +214,20 @@ pub fn run(mut cli: Cli) -> Result<Exit, CliError> {
         }
         Command::Copy(args) => {
             let remotes = load_remotes()?;
-            copy_cmd::run_copy(&catalog, &remotes, *args)
+            copy_cmd::run_copy(catalog, &remotes, *args)
         }
         Command::Sync(args) => {
             let remotes = load_remotes()?;
-            sync_cmd::run_sync(&catalog, &remotes, *args)
+            sync_cmd::run_sync(catalog, &remotes, *args)
         }
         Command::Drain(args) => {
             let remotes = load_remotes()?;
-            drain_cmd::run_drain(&catalog, &remotes, *args)
+            drain_cmd::run_drain(catalog, &remotes, *args)
         }
-        Command::Stage(args) => stage_cmd::run_stage(&catalog, &load_remotes()?, *args),
+        Command::Stage(args) => stage_cmd::run_stage(catalog, &load_remotes()?, *args),
         Command::Exec(args) => {
             let remotes = load_remotes()?;
-            copy_cmd::run_exec(&catalog, &remotes, *args)
+            copy_cmd::run_exec(catalog, &remotes, *args)
         }
         Command::Completions { shell } => docs_cmd::completions(shell).map(|()| Exit::Success),
         Command::Man { dir } => docs_cmd::man(&dir).map(|()| Exit::Success),

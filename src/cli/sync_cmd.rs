@@ -152,7 +152,8 @@ fn run_and_show(
     let shown = Shown {
         progress: &progress,
         json: res.json,
-        dry_run: res.opts.dry_run,
+        // --quiet: a dry run's summary line only (as copy's).
+        dry_run: res.opts.dry_run && (res.json || !args.quiet),
     };
     let outcome = moverctl::job::sync::run(catalog, remotes, src, dst, job, &shown);
     progress.finish();
@@ -172,7 +173,7 @@ fn run_and_show(
         println!("{}", moverctl::json::sync::summary_json(&o, &ids));
     } else if !args.quiet {
         println!("{line}");
-    } else if o.exit != Exit::Success {
+    } else if o.exit != Exit::Success || res.opts.dry_run {
         eprintln!("{line}");
     }
     for p in &problems {

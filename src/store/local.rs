@@ -299,6 +299,29 @@ fn walk_with(root: PathBuf, sweep: bool) -> BoxStream<'static, Result<Listed, Li
     .boxed()
 }
 
+/// Folders this process created for a local destination, deepest first per destination.
+static CREATED: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Creates a local destination's folder (and missing parents), remembering which it created.
+pub(super) fn create_destination_root(root: &std::path::Path) -> std::io::Result<()> {
+    let missing: Vec<std::path::PathBuf> = (root.ancestors())
+        .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+        .map(std::path::PathBuf::from)
+        .collect();
+    std::fs::create_dir_all(root)?;
+    CREATED.lock().expect("not poisoned").extend(missing);
+    Ok(())
+}
+
+/// Removes the folders this process created for a local destination that are still empty (a
+/// dry run, or a run that stopped before writing, leaves nothing behind). `remove_dir` removes
+/// only an empty folder, so nothing written is ever touched.
+pub fn remove_created_if_empty() {
+    for dir in CREATED.lock().expect("not poisoned").drain(..) {
+        let _ = std::fs::remove_dir(&dir);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,6 +24,7 @@ pub mod s3list;
 pub mod split;
 
 pub use error::StoreErrorKind;
+pub use local::remove_created_if_empty;
 
 use awscreds::AwsCredentialCache;
 use config::{Remote, Remotes};
@@ -809,7 +810,7 @@ fn open_local(loc: &Location, root: &std::path::Path, role: Role) -> Result<Open
     let shown = loc.shown();
     check_local(root, &shown, role)?;
     if role == Role::Destination {
-        std::fs::create_dir_all(root).map_err(|e| OpenError::Build {
+        local::create_destination_root(root).map_err(|e| OpenError::Build {
             location: shown.clone(),
             message: format!("cannot create the folder: {e}"),
         })?;

@@ -429,6 +429,26 @@ fn a_quiet_dry_run_prints_one_summary_line_with_the_cost() {
     expect(&o, 0);
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3);
     assert!(stderr(&o).contains("est. cost $0 ("), "{}", text(&o));
+    // sync --dry-run -q: the summary line only, on stderr.
+    let o = env.run(&["sync", "--dry-run", "-q", s, d]);
+    expect(&o, 0);
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("(dry run): would copy 3 ("), "{e}");
+    // No dry run above left the destination folder it would have created (nor its parents), a
+    // failed run neither; a real run makes it.
+    assert!(!dst.exists(), "a dry run created {}", dst.display());
+    let deep = env.path("new/a/b");
+    let o = env.run(&["copy", "--dry-run", s, deep.to_str().unwrap()]);
+    expect(&o, 0);
+    assert!(!env.path("new").exists(), "a dry run created folders");
+    let o = env.run(&["copy", env.path("nowhere").to_str().unwrap(), d]);
+    expect(&o, 2);
+    assert!(!dst.exists(), "a failed run created {}", dst.display());
+    let o = env.run(&["copy", "-q", s, d]);
+    expect(&o, 0);
+    assert!(dst.join("d/b").is_file());
 }
 
 /// The estimate is what the run then costs: a dry run of a copy into an S3 priced as AWS says
