@@ -181,14 +181,16 @@ pub fn run(mut cli: Cli) -> Result<Exit, CliError> {
         moverctl::job::trust::remotes::check(&catalog, &r)?;
         Ok(r)
     };
+    // copy, sync and exec leave no destination folder they created behind when they change
+    // nothing: a dry run, or a run that failed (still empty folders only).
     let dry_run = match &cli.command {
-        Command::Copy(a) => a.engine.dry_run,
-        Command::Sync(a) => a.engine.dry_run,
-        Command::Exec(a) => a.engine.dry_run,
-        _ => false,
+        Command::Copy(a) => Some(a.engine.dry_run),
+        Command::Sync(a) => Some(a.engine.dry_run),
+        Command::Exec(a) => Some(a.engine.dry_run),
+        _ => None,
     };
     let done = dispatch(cli.command, &catalog, cli.config.as_deref(), load_remotes);
-    if dry_run || done.is_err() {
+    if dry_run.is_some_and(|d| d || done.is_err()) {
         moverctl::store::remove_created_if_empty();
     }
     done
