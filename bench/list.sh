@@ -66,8 +66,11 @@ ENDPOINT="$MOVERCTL_TEST_S3_ENDPOINT"
 export BENCH_S3_KEY_ID="$MOVERCTL_TEST_S3_KEY_ID" BENCH_S3_SECRET="$MOVERCTL_TEST_S3_SECRET"
 export MOVERCTL_STATE_DIR="$RUNS/state"
 REMOTES="$RUNS/remotes.toml"
-printf '[remotes.g]\ntype = "s3"\nprovider = "onprem"\nendpoint = "%s"\nregion = "garage"\naccess_key_id_env = "BENCH_S3_KEY_ID"\nsecret_access_key_env = "BENCH_S3_SECRET"\n' \
-  "$ENDPOINT" >"$REMOTES"
+write_remotes() { # ENDPOINT: the remote `g` the measured moverctl runs use
+  printf '[remotes.g]\ntype = "s3"\nprovider = "onprem"\nendpoint = "%s"\nregion = "garage"\naccess_key_id_env = "BENCH_S3_KEY_ID"\nsecret_access_key_env = "BENCH_S3_SECRET"\n' \
+    "$1" >"$REMOTES"
+}
+write_remotes "$ENDPOINT"
 export RCLONE_CONFIG=/dev/null RCLONE_CONFIG_G_TYPE=s3 RCLONE_CONFIG_G_PROVIDER=Other \
   RCLONE_CONFIG_G_ENDPOINT="$ENDPOINT" RCLONE_CONFIG_G_ACCESS_KEY_ID="$BENCH_S3_KEY_ID" \
   RCLONE_CONFIG_G_SECRET_ACCESS_KEY="$BENCH_S3_SECRET" RCLONE_CONFIG_G_REGION=garage \
@@ -96,8 +99,7 @@ if [[ $DELAY_MS != 0 ]]; then
   done
   ENDPOINT="http://127.0.0.1:$PROXY_PORT"
   log "every request delayed ${DELAY_MS} ms (delay proxy on $ENDPOINT)"
-  printf '[remotes.g]\ntype = "s3"\nprovider = "onprem"\nendpoint = "%s"\nregion = "garage"\naccess_key_id_env = "BENCH_S3_KEY_ID"\nsecret_access_key_env = "BENCH_S3_SECRET"\n' \
-    "$ENDPOINT" >"$REMOTES"
+  write_remotes "$ENDPOINT"
   export RCLONE_CONFIG_G_ENDPOINT="$ENDPOINT"
 fi
 

@@ -261,14 +261,17 @@ fn large_copy(env: &Env, src: &Path, dst: &str, journal: &Path) -> String {
     )
 }
 
-fn pty_env(env: &Env) -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "MOVERCTL_STATE_DIR",
-            env.path("state").display().to_string(),
-        ),
-        ("TERM", "xterm".to_string()),
-    ]
+/// `shell` started in a pty with the run's state folder, a terminal type and `extra` variables;
+/// None (the test is skipped, and says so) where `script` is not installed.
+fn pty_running(env: &Env, shell: &str, extra: &[(&str, &str)]) -> Option<Pty> {
+    let state = env.path("state").display().to_string();
+    let mut vars = vec![("MOVERCTL_STATE_DIR", state.as_str()), ("TERM", "xterm")];
+    vars.extend_from_slice(extra);
+    let pty = Pty::spawn(shell, &vars);
+    if pty.is_none() {
+        eprintln!("skipped: no `script` (util-linux) to run a pty");
+    }
+    pty
 }
 
 #[test]
@@ -280,10 +283,7 @@ fn the_first_ctrl_c_stops_at_once_journals_what_is_done_and_the_rerun_resumes() 
     let dst = format!("garage:{}/{}", s.bucket_b, unique("ctrl-c"));
     let journal = env.path("j.sqlite");
     let shell = large_copy(&env, &src, &dst, &journal);
-    let vars = pty_env(&env);
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let Some(mut pty) = Pty::spawn(&shell, &vars) else {
-        eprintln!("skipped: no `script` (util-linux) to run a pty");
+    let Some(mut pty) = pty_running(&env, &shell, &[]) else {
         return;
     };
     // The large objects' bars are up; a part of each has been uploaded (2 MiB/s each).
@@ -365,12 +365,9 @@ fn a_second_ctrl_c_quits_with_130_a_message_and_no_bar_left() {
     let src = env.path("src");
     let dst = format!("garage:{}/{}", s.bucket_b, unique("ctrl-c-twice"));
     let shell = large_copy(&env, &src, &dst, &env.path("j.sqlite"));
-    let mut vars = pty_env(&env);
     // The first stop is held for a while (a test hook), as a slow stop would be.
-    vars.push(("MOVERCTL_TEST_STOP_DELAY_MS", "60000".into()));
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let Some(mut pty) = Pty::spawn(&shell, &vars) else {
-        eprintln!("skipped: no `script` (util-linux) to run a pty");
+    let Some(mut pty) = pty_running(&env, &shell, &[("MOVERCTL_TEST_STOP_DELAY_MS", "60000")])
+    else {
         return;
     };
     assert!(
