@@ -86,11 +86,8 @@ pub enum Verdict<T, E> {
 }
 
 /// A PUT of `body` (its chunks in order) with `headers` to a URL signed anew for each attempt,
-/// paced by `--tpslimit` and counted (a throttling answer also slows the destination's window,
-/// as for requests object_store sends), retried under the one retry policy while `judge` says
-/// so or the connection fails; `gave_up` words the error when the retries run out. The URL
-/// carries a signature: it is logged by path only and no transport error (which would print
-/// it) is kept.
+/// sent under [`send_retried`]. The URL carries a signature: it is logged by path only and no
+/// transport error (which would print it) is kept.
 pub async fn put_signed<T, E, S: Future<Output = Result<url::Url, E>>>(
     to: PutTo<'_>,
     what: &'static str,
@@ -100,13 +97,9 @@ pub async fn put_signed<T, E, S: Future<Output = Result<url::Url, E>>>(
     gave_up: impl Fn(String, Option<u16>) -> E,
     judge: impl Fn(Reply) -> Verdict<T, E>,
 ) -> Result<T, E> {
-    let mut backoff = Backoff::with_window(to.store.retry_window);
-    loop {
+    let (sign, body, gave_up_ref) = (&sign, &body, &gave_up);
+    let request = || async move {
         let url = sign().await?;
-        to.limits.take_request().await;
-        to.puts.fetch_add(1, Relaxed);
-        let shown_path = url.path().to_string();
-        let started = std::time::Instant::now();
         let len: usize = body.iter().map(|b| b.len()).sum();
         let payload = match body.len() {
             0 => reqwest::Body::from(bytes::Bytes::new()),
@@ -115,16 +108,42 @@ pub async fn put_signed<T, E, S: Future<Output = Result<url::Url, E>>>(
                 body.clone().into_iter().map(Ok::<_, std::io::Error>),
             )),
         };
-        // As object_store bounds its own requests: an upload that stalls ends and is retried.
-        let mut r = client()
-            .put(url)
-            .timeout(Duration::from_secs(3600))
-            .header("content-length", len.to_string())
-            .body(payload);
+        let mut r = client().put(url).header("content-length", len.to_string());
         for (k, v) in headers {
             r = r.header(k, v);
         }
-        let (failure, last_status) = match r.send().await {
+        r.body(payload)
+            .build()
+            .map_err(|_| gave_up_ref("the request could not be built".into(), None))
+    };
+    send_retried(to, what, request, || None, gave_up_ref, judge).await
+}
+
+/// Sends the PUT `request` builds anew for each attempt (signed, with a fresh body), paced by
+/// `--tpslimit` and counted (a throttling answer also slows the destination's window, as for
+/// requests object_store sends), retried under the one retry policy while `judge` says so or
+/// the connection fails; `body_failed` names an error of the body's own source (a read that
+/// failed), which ends the retries at once; `gave_up` words the error when the retries run
+/// out. Requests are logged by path only (a URL may carry a signature) and no transport error
+/// (which would print the URL) is kept.
+pub async fn send_retried<T, E, S: Future<Output = Result<reqwest::Request, E>>>(
+    to: PutTo<'_>,
+    what: &'static str,
+    request: impl Fn() -> S,
+    body_failed: impl Fn() -> Option<E>,
+    gave_up: impl Fn(String, Option<u16>) -> E,
+    judge: impl Fn(Reply) -> Verdict<T, E>,
+) -> Result<T, E> {
+    let mut backoff = Backoff::with_window(to.store.retry_window);
+    loop {
+        let mut req = request().await?;
+        // As object_store bounds its own requests: an upload that stalls ends and is retried.
+        *req.timeout_mut() = Some(Duration::from_secs(3600));
+        to.limits.take_request().await;
+        to.puts.fetch_add(1, Relaxed);
+        let shown_path = req.url().path().to_string();
+        let started = std::time::Instant::now();
+        let (failure, last_status) = match client().execute(req).await {
             Ok(resp) => {
                 let status = resp.status().as_u16();
                 to.store.observer.saw(status);
@@ -149,6 +168,7 @@ pub async fn put_signed<T, E, S: Future<Output = Result<url::Url, E>>>(
                     Verdict::Retry(why, status) => (why, status),
                 }
             }
+            Err(_) if let Some(e) = body_failed() => return Err(e),
             Err(e) if e.is_timeout() => ("the request timed out".to_string(), None),
             Err(e) if e.is_connect() => ("the connection failed".to_string(), None),
             Err(_) => ("the connection broke".to_string(), None),

@@ -33,7 +33,7 @@ const CRC_HEADER: &str = "x-amz-checksum-crc64nvme";
 
 /// Whether writes of this run's checksum-only path go by URL: the writer sends them that way and
 /// the store has not refused it, and the destination is S3 with credentials.
-pub(super) fn applies(ctx: &Ctx, w: &CrcWriter) -> bool {
+pub(in crate::transfer) fn applies(ctx: &Ctx, w: &CrcWriter) -> bool {
     w.by_url
         && !w.urls_refused.load(Relaxed)
         && ctx.dst.as_s3().is_some()
@@ -235,7 +235,7 @@ async fn send(
 
 /// What an answer to a write sent by URL means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Answer {
+pub(in crate::transfer) enum Answer {
     /// Stored (its echoed CRC64 is still compared).
     Taken,
     /// The store compared the body with the digest sent and refused it: an integrity failure.
@@ -249,7 +249,7 @@ enum Answer {
     Failed,
 }
 
-fn answer_of(status: u16, code: &str) -> Answer {
+pub(in crate::transfer) fn answer_of(status: u16, code: &str) -> Answer {
     match status {
         200..=299 => Answer::Taken,
         // Expired credentials: renewed, the write is tried again by URL (`copy_with_retries`).
@@ -277,7 +277,7 @@ fn answer_of(status: u16, code: &str) -> Answer {
 /// A part's id in the form object_store's S3 client keeps for uploads with a checksum
 /// algorithm (its `PartMetadata` as XML), which its `complete_multipart` reads back: the ETag
 /// and the CRC64 of each part go into the completion.
-fn part_metadata(e_tag: &str, crc64: &str) -> String {
+pub(in crate::transfer) fn part_metadata(e_tag: &str, crc64: &str) -> String {
     #[derive(serde::Serialize)]
     struct PartMetadata<'a> {
         e_tag: &'a str,

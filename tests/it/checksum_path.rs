@@ -195,49 +195,73 @@ async fn a_probed_destination_is_written_and_proven_by_crc64_alone() {
     let puts: Vec<_> = writes.iter().filter(|(m, _, _)| m == "PUT").collect();
     assert_eq!(puts.len(), 1 + 3, "{puts:#?}");
     for (_, target, h) in &puts {
-        assert!(has_header(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
         assert!(
             !has_header(h, "content-md5"),
             "{target} carried an MD5: {h:?}"
         );
     }
-    // The single PUT and each part went out on a presigned URL that binds the CRC64 of exactly
-    // those bytes of the file (moverctl's, computed as it read them), not a value the S3 client
-    // hashed from what it was handed.
+    // Each write binds the CRC64 of exactly those bytes of the file (moverctl's, computed as it
+    // read them), not a value the S3 client hashed from what it was handed: the single PUT in a
+    // header signed into its presigned URL; each part, streamed as it is read, in the trailer
+    // of an aws-chunked body whose form is signed into its Authorization header.
     let (small, large) = (data(FILES[0].0, FILES[0].1), data(FILES[1].0, FILES[1].1));
+    let tails = t.proxy.put_tails();
     for (_, target, h) in &puts {
-        let body = match target.split("partNumber=").nth(1) {
-            Some(rest) => {
-                let n: usize = rest.split('&').next().unwrap().parse().unwrap();
-                &large[(n - 1) * 5 * MIB as usize..(n * 5 * MIB as usize).min(large.len())]
-            }
-            None => {
-                assert!(target.contains(FILES[0].0), "{target}");
-                &small[..]
-            }
+        let crc_of = |b: &[u8]| {
+            base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                moverctl::checksum::crc64_of(b).to_be_bytes(),
+            )
         };
-        let want = base64::Engine::encode(
-            &base64::engine::general_purpose::STANDARD,
-            moverctl::checksum::crc64_of(body).to_be_bytes(),
-        );
-        assert_eq!(
-            header(h, "x-amz-checksum-crc64nvme"),
-            Some(want.as_str()),
-            "{target}"
-        );
-        let signed = target
-            .split("X-Amz-SignedHeaders=")
-            .nth(1)
-            .and_then(|r| r.split('&').next())
-            .unwrap_or_else(|| panic!("not sent on a presigned URL: {target}"));
-        assert!(
-            signed.contains("x-amz-checksum-crc64nvme"),
-            "{target}: the CRC64 is not bound to the signature ({signed})"
-        );
-        if !target.contains("partNumber=") {
+        let Some(rest) = target.split("partNumber=").nth(1) else {
+            assert!(target.contains(FILES[0].0), "{target}");
+            assert_eq!(
+                header(h, "x-amz-checksum-crc64nvme"),
+                Some(crc_of(&small).as_str()),
+                "{target}"
+            );
+            let signed = target
+                .split("X-Amz-SignedHeaders=")
+                .nth(1)
+                .and_then(|r| r.split('&').next())
+                .unwrap_or_else(|| panic!("not sent on a presigned URL: {target}"));
+            assert!(
+                signed.contains("x-amz-checksum-crc64nvme"),
+                "{target}: the CRC64 is not bound to the signature ({signed})"
+            );
             // moverctl's metadata goes with the single PUT (parts take it at creation).
             assert!(signed.contains("x-amz-meta-moverctl"), "{target}: {signed}");
+            continue;
+        };
+        let n: usize = rest.split('&').next().unwrap().parse().unwrap();
+        let body = &large[(n - 1) * 5 * MIB as usize..(n * 5 * MIB as usize).min(large.len())];
+        assert!(!target.contains("X-Amz-Signature"), "{target}");
+        assert_eq!(
+            header(h, "x-amz-content-sha256"),
+            Some("STREAMING-UNSIGNED-PAYLOAD-TRAILER"),
+            "{target}"
+        );
+        assert_eq!(header(h, "content-encoding"), Some("aws-chunked"));
+        assert_eq!(header(h, "x-amz-trailer"), Some("x-amz-checksum-crc64nvme"));
+        assert_eq!(
+            header(h, "x-amz-decoded-content-length"),
+            Some(body.len().to_string().as_str())
+        );
+        let auth = header(h, "authorization").unwrap_or_default();
+        for bound in [
+            "x-amz-trailer",
+            "x-amz-decoded-content-length",
+            "content-encoding",
+        ] {
+            assert!(auth.contains(bound), "{target}: {bound} not signed: {auth}");
         }
+        let tail = &tails.iter().find(|(tg, _)| tg == target).unwrap().1;
+        let want = format!("\r\n0\r\nx-amz-checksum-crc64nvme:{}\r\n\r\n", crc_of(body));
+        assert!(
+            String::from_utf8_lossy(tail).ends_with(&want),
+            "{target}: the trailer is not the part's CRC64: {:?}",
+            String::from_utf8_lossy(tail)
+        );
     }
     assert_exact(&format!("garage:{}/{dst}", t.bucket_b), &FILES).await;
 

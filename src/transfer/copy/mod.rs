@@ -28,6 +28,7 @@ pub(in crate::transfer) mod read;
 pub(in crate::transfer) mod resume;
 mod single;
 pub(in crate::transfer) mod source;
+mod trailer;
 mod verify;
 
 pub use context::{CopyError, Ctx, Outcome};

@@ -131,6 +131,9 @@ pub(super) async fn upload_part(
     got: Option<Result<(Vec<Bytes>, Digests), CopyError>>,
     prior: Option<PartRecord>,
 ) -> Result<(PartRecord, Option<KeptPart>, Option<u32>), CopyError> {
+    if let Some(done) = streamed(ctx, up, idx, &range, &got, &prior).await? {
+        return Ok((record(ctx, up, idx, done)?, None, None));
+    }
     let (chunks, d) = match got {
         Some(r) => r?,
         None => fetch(ctx, up.src, range, up.part_md5, Some(up.seen.clone())).await?,
@@ -197,6 +200,44 @@ pub(super) async fn upload_part(
             (None, None) => up.blocks_unchecked.store(true, Relaxed),
         }
     }
+    let rec = record(ctx, up, idx, (part_id, d))?;
+    Ok((rec, keep_chunks.map(|c| (c, permit)), c32))
+}
+
+/// A part of a local file streamed with its CRC64 in a trailer ([`super::trailer`]), where
+/// that applies: not read already (`got`), not to be compared with an earlier attempt's record
+/// (`prior`), its bytes not needed again (in-order MD5, CRC32C, block MD5, part MD5). None:
+/// the part goes the other way.
+async fn streamed(
+    ctx: &Ctx,
+    up: &PartUpload<'_>,
+    idx: usize,
+    range: &Range<u64>,
+    got: &Option<Result<(Vec<Bytes>, Digests), CopyError>>,
+    prior: &Option<PartRecord>,
+) -> Result<Option<(PartId, Digests)>, CopyError> {
+    let plain = got.is_none()
+        && prior.is_none()
+        && !(up.keep_for_hash || up.want_crc32c || up.block_md5 || up.part_md5);
+    let (Some(w), Some(root)) = (
+        up.crc_w
+            .filter(|w| plain && super::trailer::applies(ctx, w)),
+        ctx.src.local_root(),
+    ) else {
+        return Ok(None);
+    };
+    ctx.limits.take_bytes(range.end - range.start).await;
+    let at = (up.path, up.id.as_str(), idx);
+    super::trailer::put_part(ctx, w, at, root.join(&up.src.key), range.clone()).await
+}
+
+/// Counts a part sent and journals it.
+fn record(
+    ctx: &Ctx,
+    up: &PartUpload<'_>,
+    idx: usize,
+    (part_id, d): (PartId, Digests),
+) -> Result<PartRecord, CopyError> {
     ctx.counters.written_bytes.fetch_add(d.bytes, Relaxed);
     progress_in_flight(ctx, &up.src.key, d.bytes);
     let rec = PartRecord {
@@ -211,7 +252,7 @@ pub(super) async fn upload_part(
             .expect("journal lock")
             .put_part(&up.src.key, &rec)?;
     }
-    Ok((rec, keep_chunks.map(|c| (c, permit)), c32))
+    Ok(rec)
 }
 
 /// The parts of one object in order, folded into what completion and verification need.

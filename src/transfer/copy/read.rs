@@ -195,8 +195,22 @@ pub(super) async fn local_still_listed(
     Ok(())
 }
 
+/// Up to `n` bytes (at most 1 MiB) of `file` from `off` in a reused block, hashed into `h` a
+/// quarter at a time as they are read; short only at the end of the file.
+pub(in crate::transfer) fn read_hashed_block(
+    file: &std::fs::File,
+    off: u64,
+    n: usize,
+    h: &mut Hasher,
+) -> std::io::Result<Bytes> {
+    let b = Block::read(file, off, n.min(Block::SIZE), Some(h))?;
+    Ok(Bytes::from_owner(b))
+}
+
 /// Opens a local file on the blocking pool.
-async fn open_local(path: std::path::PathBuf) -> std::io::Result<std::fs::File> {
+pub(in crate::transfer) async fn open_local(
+    path: std::path::PathBuf,
+) -> std::io::Result<std::fs::File> {
     tokio::task::spawn_blocking(move || std::fs::File::open(path))
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))

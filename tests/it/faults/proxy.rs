@@ -115,7 +115,12 @@ struct State {
     empty_pages: u64,
     /// Host header to forward requests with (None: as the client sent it).
     host: Option<String>,
+    /// The last [`TAIL`] bytes of every PUT body forwarded: (target, bytes).
+    tails: Vec<(String, Vec<u8>)>,
 }
+
+/// How much of the end of a PUT body is kept ([`Proxy::put_tails`]).
+const TAIL: usize = 128;
 
 #[derive(Clone)]
 pub struct Proxy {
@@ -214,6 +219,13 @@ impl Proxy {
 
     pub fn requests(&self) -> u64 {
         self.state.lock().unwrap().requests
+    }
+
+    /// (target, last bytes of the body) of every PUT forwarded, in order: where a streamed
+    /// upload's trailer is read.
+    #[allow(dead_code)]
+    pub fn put_tails(&self) -> Vec<(String, Vec<u8>)> {
+        self.state.lock().unwrap().tails.clone()
     }
 
     /// (method, target, headers) of every request seen, in order.
@@ -353,15 +365,17 @@ async fn drain(s: &mut TcpStream, mut n: u64) -> std::io::Result<()> {
 }
 
 /// Copy from `from` to `to`: `first` (already read), then up to `limit` bytes in total (None:
-/// until EOF), flipping the byte at `flip` (offset in the copied stream).
+/// until EOF), flipping the byte at `flip` (offset in the copied stream). The last
+/// [`TAIL`] bytes copied (a streamed body's trailer).
 async fn pump(
     from: &mut TcpStream,
     to: &mut TcpStream,
     first: Vec<u8>,
     limit: Option<u64>,
     flip: Option<u64>,
-) -> std::io::Result<u64> {
+) -> std::io::Result<Vec<u8>> {
     let mut pos = 0u64;
+    let mut tail = Vec::new();
     let mut chunk = first;
     let mut buf = vec![0u8; 64 << 10];
     loop {
@@ -379,12 +393,14 @@ async fn pump(
         }
         to.write_all(&chunk).await?;
         pos += chunk.len() as u64;
+        tail.extend_from_slice(&chunk);
+        tail.drain(..tail.len().saturating_sub(TAIL));
         if limit.is_some_and(|l| pos >= l) {
-            return Ok(pos);
+            return Ok(tail);
         }
         let n = from.read(&mut buf).await?;
         if n == 0 {
-            return Ok(pos);
+            return Ok(tail);
         }
         chunk = buf[..n].to_vec();
     }
@@ -483,7 +499,10 @@ async fn serve(
     let host = st.lock().unwrap().host.clone();
     up.write_all(&req.closing_to(host.as_deref())).await?;
     let flip_req = (fault == Some(PFault::FlipRequest) && body_len > 0).then_some(body_len / 2);
-    pump(&mut client, &mut up, rest, Some(body_len), flip_req).await?;
+    let tail = pump(&mut client, &mut up, rest, Some(body_len), flip_req).await?;
+    if method == "PUT" {
+        st.lock().unwrap().tails.push((target.clone(), tail));
+    }
 
     let (rraw, rrest) = read_head(&mut up).await?;
     let resp = Head::parse(&rraw);

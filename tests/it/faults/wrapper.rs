@@ -259,6 +259,7 @@ pub fn faulty(store: &Store, plan: &Plan) -> Store {
             multipart_unproven: w.multipart_unproven.clone(),
             by_url: w.by_url,
             urls_refused: w.urls_refused.clone(),
+            streams_refused: w.streams_refused.clone(),
             tamper: Some(tamper),
         });
     }

@@ -1,0 +1,432 @@
+//! Parts of a local file sent while they are read, their CRC64 in a trailer.
+//!
+//! A part sent by URL ([`crate::transfer::crc_url`]) carries its CRC64 in a signed header, so
+//! the part is read whole before its first byte goes: 64 MiB read into memory and sent from
+//! there a moment later, out of the CPU's caches (local → S3 cost 1.29× the CPU of plain
+//! `curl` PUTs of the same files). Here a part of a local file is read in blocks, each hashed
+//! on its read thread and handed to the socket at once, while its bytes are still cached; the
+//! CRC64 follows the last byte as an `aws-chunked` trailer
+//! (`x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER`, the form AWS SDKs send by
+//! default), so the store still refuses a part whose bytes differ from what was read. A
+//! trailer cannot ride on a presigned URL: the request is signed in its headers (SigV4, by the
+//! `aws-sigv4` crate) with the store's credentials, asked of object_store at each attempt (which
+//! renews them when they expire); the signed URL object_store makes gives the address, its
+//! style and the region, and its signature is dropped.
+//!
+//! A store that does not take this form (400 NotImplemented, 501, a refusal) gets that part,
+//! and the rest of the run's, read whole and sent by URL instead.
+
+use super::context::{CopyError, Ctx, s3_answer_error};
+use super::read::{open_local, read_hashed_block};
+use crate::checksum::{Digests, Hasher};
+use crate::store::CrcWriter;
+use crate::store::presign::{self, Reply, xml_field};
+use crate::transfer::crc_url::{self, Answer};
+use crate::transfer::server_side::Refused;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use bytes::Bytes;
+use futures::stream::{self, StreamExt, TryStreamExt};
+use object_store::aws::AwsCredential;
+use object_store::multipart::PartId;
+use object_store::path::Path;
+use object_store::signer::{Method, SignedUrlOptions, Signer};
+use std::ops::Range;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The bytes read, hashed and handed to the socket at a time: small enough to stay in the
+/// core's cache between the read and the send.
+const BLOCK: u64 = 256 << 10;
+const TRAILER: &str = "x-amz-checksum-crc64nvme";
+const WHAT: &str = "uploading a part";
+
+/// Whether parts of this run go out streamed: the checksum path's writes go by URL (and the
+/// store took them), the store has not refused this form, and the source is a local folder
+/// (read again from the file when an attempt fails).
+pub(super) fn applies(ctx: &Ctx, w: &CrcWriter) -> bool {
+    crc_url::applies(ctx, w) && !w.streams_refused.load(Relaxed) && ctx.src.is_local()
+}
+
+/// What one attempt's body left: the digests of the bytes it sent, or the error that ended it.
+#[derive(Default)]
+struct Left {
+    digests: Option<Digests>,
+    failed: Option<CopyError>,
+}
+
+type Slot = Arc<Mutex<Left>>;
+
+/// Sends part `idx` (0-based) of upload `id` at `path`: `range` of the local `file`, read and
+/// sent block by block, its CRC64 in the trailer. `Ok(None)`: the store does not take this
+/// form; the caller reads the part and sends it by URL (so does the rest of the run).
+pub(super) async fn put_part(
+    ctx: &Ctx,
+    w: &CrcWriter,
+    (path, id, idx): (&Path, &str, usize),
+    file: std::path::PathBuf,
+    range: Range<u64>,
+) -> Result<Option<(PartId, Digests)>, CopyError> {
+    let s3 = ctx.dst.as_s3().expect("checked by applies");
+    let shown = file.display().to_string();
+    let f = Arc::new(open_local(file).await.map_err(|e| CopyError::Io {
+        path: shown.clone(),
+        source: e,
+    })?);
+    let number = (idx + 1).to_string();
+    let opts =
+        SignedUrlOptions::default().with_query([("partNumber", number.as_str()), ("uploadId", id)]);
+    let slot: Slot = Arc::default();
+    let tamper = w.tamper.clone().map(|t| (t, path.clone(), idx));
+    let (opts, f, slot_ref, shown, tamper, range) = (&opts, &f, &slot, &shown, &tamper, &range);
+    let request = || async move {
+        *slot_ref.lock().expect("slot lock") = Left::default();
+        let store_err = |e| {
+            Refused::Copy(CopyError::Store {
+                what: WHAT,
+                source: e,
+            })
+        };
+        let url = s3
+            .signed_url_opts(Method::PUT, path, Duration::from_secs(900), opts)
+            .await
+            .map_err(store_err)?;
+        let cred = s3.credentials().get_credential().await.map_err(store_err)?;
+        let body = body(
+            f.clone(),
+            range.clone(),
+            slot_ref.clone(),
+            shown,
+            tamper.clone(),
+        );
+        signed_request(url, &cred, range.end - range.start, body)
+            .map_err(|why| Refused::Copy(s3_answer_error(WHAT, why, None)))
+    };
+    let failed = || {
+        let failed = slot_ref.lock().expect("slot lock").failed.take();
+        failed.map(Refused::Copy)
+    };
+    let to = presign::PutTo {
+        store: &ctx.dst,
+        limits: &ctx.limits,
+        puts: &ctx.counters.put,
+    };
+    let gave_up = |msg: String, status| Refused::Copy(s3_answer_error(WHAT, msg, status));
+    let judged = presign::send_retried(to, WHAT, request, failed, gave_up, |reply| {
+        judge(reply, idx, slot_ref)
+    })
+    .await;
+    match judged {
+        Ok((etag, d)) => {
+            ctx.counters.read_bytes.fetch_add(d.bytes, Relaxed);
+            let sent = B64.encode(d.crc64.to_be_bytes());
+            let content_id = crc_url::part_metadata(&etag, &sent);
+            Ok(Some((PartId { content_id }, d)))
+        }
+        Err(Refused::Copy(e)) => Err(e),
+        Err(Refused::Off(why)) => {
+            if !w.streams_refused.swap(true, Relaxed) {
+                tracing::info!(
+                    target: "moverctl::copy",
+                    store = %ctx.dst.shown(),
+                    "the store does not take parts with a trailing checksum ({why}); the rest \
+                     of the run reads each part whole and sends it on a presigned URL"
+                );
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// What the store's answer to a streamed part means (as for a part sent by URL).
+fn judge(reply: Reply, idx: usize, slot: &Slot) -> presign::Verdict<(String, Digests), Refused> {
+    use presign::Verdict;
+    let code = xml_field(&reply.body, "Code").unwrap_or_default();
+    let fail = |e: CopyError| Verdict::Fail(Refused::Copy(e));
+    match crc_url::answer_of(reply.status, &code) {
+        Answer::Taken => {
+            let Some(d) = slot.lock().expect("slot lock").digests else {
+                return fail(CopyError::Mismatch(format!(
+                    "part {} was answered before all of it was sent",
+                    idx + 1
+                )));
+            };
+            let sent = B64.encode(d.crc64.to_be_bytes());
+            let echoed = reply.headers.get(TRAILER).and_then(|v| v.to_str().ok());
+            if let Some(e) = echoed
+                && e != sent
+            {
+                return fail(CopyError::Mismatch(format!(
+                    "part {} was stored with CRC64 {e}, sent with {sent}",
+                    idx + 1
+                )));
+            }
+            match reply.headers.get("etag").and_then(|v| v.to_str().ok()) {
+                Some(etag) => Verdict::Done((etag.to_string(), d)),
+                None => fail(s3_answer_error(
+                    WHAT,
+                    "its answer holds no ETag".into(),
+                    None,
+                )),
+            }
+        }
+        Answer::DigestRefused => fail(CopyError::Mismatch(format!(
+            "{WHAT}: the store refused part {} ({code}): its bytes differ from the digest \
+             computed when they were read",
+            idx + 1
+        ))),
+        Answer::NotHere => Verdict::Fail(Refused::Off(format!("{} {code}", reply.status))),
+        Answer::Retry => Verdict::Retry(
+            format!("the store answered {}", reply.status),
+            Some(reply.status),
+        ),
+        Answer::Failed => fail(s3_answer_error(
+            WHAT,
+            format!("the store answered {} {code}", reply.status),
+            Some(reply.status),
+        )),
+    }
+}
+
+/// The PUT of an `aws-chunked` body of `decoded` bytes to `url` (object_store's signed URL,
+/// its signature dropped), signed in its headers for a trailing CRC64. The error names what
+/// failed, never a credential.
+fn signed_request(
+    mut url: url::Url,
+    cred: &AwsCredential,
+    decoded: u64,
+    body: reqwest::Body,
+) -> Result<reqwest::Request, String> {
+    use aws_sigv4::http_request::{
+        PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
+        UriPathNormalizationMode, sign,
+    };
+    let region = url
+        .query_pairs()
+        .find(|(k, _)| k == "X-Amz-Credential")
+        .and_then(|(_, v)| v.split('/').nth(2).map(str::to_string))
+        .ok_or("the signed address names no region")?;
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(k, _)| !k.starts_with("X-Amz-"))
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    if kept.is_empty() {
+        url.set_query(None);
+    } else {
+        url.query_pairs_mut().clear().extend_pairs(kept);
+    }
+    let (encoded, decoded) = (encoded_len(decoded).to_string(), decoded.to_string());
+    let headers = [
+        ("content-encoding", "aws-chunked"),
+        ("content-length", encoded.as_str()),
+        ("x-amz-decoded-content-length", decoded.as_str()),
+        ("x-amz-trailer", TRAILER),
+    ];
+    let identity = aws_credential_types::Credentials::new(
+        &cred.key_id,
+        &cred.secret_key,
+        cred.token.clone(),
+        None,
+        "moverctl",
+    )
+    .into();
+    let mut settings = SigningSettings::default();
+    // S3 signs the path as sent (no second encoding, no normalizing) and wants the payload's
+    // mode in x-amz-content-sha256.
+    settings.percent_encoding_mode = PercentEncodingMode::Single;
+    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+    let params = aws_sigv4::sign::v4::SigningParams::builder()
+        .identity(&identity)
+        .region(&region)
+        .name("s3")
+        .time(std::time::SystemTime::now())
+        .settings(settings)
+        .build()
+        .map_err(|_| "the request could not be signed".to_string())?
+        .into();
+    let signable = SignableRequest::new(
+        "PUT",
+        url.as_str(),
+        headers.iter().copied(),
+        SignableBody::StreamingUnsignedPayloadTrailer,
+    )
+    .map_err(|_| "the request could not be signed".to_string())?;
+    let (signed, _) = sign(signable, &params)
+        .map_err(|_| "the request could not be signed".to_string())?
+        .into_parts();
+    let mut r = presign::client().put(url);
+    for (k, v) in headers.into_iter().chain(signed.headers()) {
+        r = r.header(k, v);
+    }
+    r.body(body)
+        .build()
+        .map_err(|_| "the request could not be built".to_string())
+}
+
+/// The length of the `aws-chunked` form of `n` bytes sent in [`BLOCK`]s with the trailer.
+fn encoded_len(n: u64) -> u64 {
+    let mut total = 0;
+    let mut left = n;
+    while left > 0 {
+        let b = left.min(BLOCK);
+        total += format!("{b:x}").len() as u64 + 2 + b + 2;
+        left -= b;
+    }
+    // "0\r\n", the trailer "name:base64\r\n" (8 bytes are 12 base64 characters), "\r\n".
+    total + 3 + TRAILER.len() as u64 + 1 + 12 + 2 + 2
+}
+
+type Tamper = Option<(crate::store::WriteTamper, Path, usize)>;
+
+/// The `aws-chunked` body of `range` of `file`: each block read and hashed on the blocking pool
+/// (the next one read while this one is sent), framed, the CRC64 of all of them in the trailer.
+/// The digests go to `slot` before the trailer; a failed read or a short file puts its error
+/// there and ends the body with an error (the request fails, and is not retried).
+fn body(
+    file: Arc<std::fs::File>,
+    range: Range<u64>,
+    slot: Slot,
+    shown: &str,
+    tamper: Tamper,
+) -> reqwest::Body {
+    reqwest::Body::wrap_stream(frames(file, range, slot, shown, tamper))
+}
+
+/// The bytes of [`body`], in the pieces it sends.
+fn frames(
+    file: Arc<std::fs::File>,
+    range: Range<u64>,
+    slot: Slot,
+    shown: &str,
+    tamper: Tamper,
+) -> futures::stream::BoxStream<'static, std::io::Result<Bytes>> {
+    struct St {
+        file: Arc<std::fs::File>,
+        range: Range<u64>,
+        next: u64,
+        pending: Option<tokio::task::JoinHandle<std::io::Result<(Bytes, Hasher)>>>,
+        first: bool,
+        slot: Slot,
+        shown: String,
+        tamper: Tamper,
+    }
+    fn read(st: &St, h: Hasher) -> tokio::task::JoinHandle<std::io::Result<(Bytes, Hasher)>> {
+        let (file, off) = (st.file.clone(), st.next);
+        let n = (st.range.end - off).min(BLOCK) as usize;
+        tokio::task::spawn_blocking(move || {
+            let mut h = h;
+            read_hashed_block(&file, off, n, &mut h).map(|b| (b, h))
+        })
+    }
+    let mut st = St {
+        next: range.start,
+        range,
+        file,
+        pending: None,
+        first: true,
+        slot,
+        shown: shown.to_string(),
+        tamper,
+    };
+    st.pending = Some(read(&st, Hasher::new(false)));
+    let frames = stream::try_unfold(st, |mut st| async move {
+        let Some(p) = st.pending.take() else {
+            return Ok(None);
+        };
+        let fail = |st: &St, e: CopyError| {
+            st.slot.lock().expect("slot lock").failed = Some(e);
+            std::io::Error::other("the source could not be read")
+        };
+        let (mut block, h) = match p.await.map_err(|e| std::io::Error::other(e.to_string())) {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) | Err(e) => {
+                let e = CopyError::Io {
+                    path: st.shown.clone(),
+                    source: e,
+                };
+                return Err(fail(&st, e));
+            }
+        };
+        if block.is_empty() {
+            let e = CopyError::Mismatch(format!(
+                "the source returned fewer bytes for {}..{} than listed",
+                st.range.start, st.range.end
+            ));
+            return Err(fail(&st, e));
+        }
+        if let Some((t, path, idx)) = &st.tamper {
+            let n = block.len();
+            match t(path, Some(*idx), vec![block]) {
+                Ok(v) => block = v.concat().into(),
+                Err(msg) => {
+                    let e = CopyError::Store {
+                        what: WHAT,
+                        source: object_store::Error::Generic {
+                            store: "S3",
+                            source: msg.into(),
+                        },
+                    };
+                    return Err(fail(&st, e));
+                }
+            }
+            debug_assert_eq!(n, block.len(), "a tamper keeps the length");
+        }
+        let sep = if st.first { "" } else { "\r\n" };
+        let head = Bytes::from(format!("{sep}{:x}\r\n", block.len()));
+        st.first = false;
+        st.next += block.len() as u64;
+        if st.next < st.range.end {
+            st.pending = Some(read(&st, h));
+            return Ok(Some((vec![head, block], st)));
+        }
+        let d = h.finish();
+        let crc = B64.encode(d.crc64.to_be_bytes());
+        st.slot.lock().expect("slot lock").digests = Some(d);
+        let tail = Bytes::from(format!("\r\n0\r\n{TRAILER}:{crc}\r\n\r\n"));
+        Ok(Some((vec![head, block, tail], st)))
+    });
+    frames
+        .map_ok(|v| stream::iter(v.into_iter().map(Ok::<_, std::io::Error>)))
+        .try_flatten()
+        .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_encoded_length_is_what_the_body_sends() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        for n in [1u64, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 17] {
+            std::fs::write(&p, vec![7u8; n as usize]).unwrap();
+            let f = Arc::new(std::fs::File::open(&p).unwrap());
+            let slot: Slot = Arc::default();
+            let rt = tokio::runtime::Runtime::new().unwrap();
+            let sent = rt.block_on(async {
+                let mut s = frames(f, 0..n, slot.clone(), "f", None);
+                let mut all = Vec::new();
+                while let Some(c) = s.next().await {
+                    all.extend_from_slice(&c.unwrap());
+                }
+                all
+            });
+            assert_eq!(sent.len() as u64, encoded_len(n), "{n}");
+            let d = slot.lock().unwrap().digests.unwrap();
+            assert_eq!(d.bytes, n);
+            let text = String::from_utf8_lossy(&sent);
+            assert!(
+                text.ends_with(&format!(
+                    "\r\n0\r\n{TRAILER}:{}\r\n\r\n",
+                    B64.encode(d.crc64.to_be_bytes())
+                )),
+                "{n}"
+            );
+            assert!(text.starts_with(&format!("{:x}\r\n", n.min(BLOCK))));
+        }
+    }
+}
