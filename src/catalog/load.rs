@@ -206,6 +206,7 @@ const CHECKSUM_HEADERS: &[&str] = &[
     "crc32",
     "crc32c",
     "crc64nvme",
+    "crc64nvme-trailer",
     "sha1",
     "sha256",
 ];

@@ -286,7 +286,9 @@ pub struct Limits {
     /// a server-side copy where "yes", else one per part; `exec` learns it from the first answer.
     #[serde(default = "Tristate::unknown")]
     pub copy_keeps_multipart_etag: Tristate,
-    /// Integrity headers the store accepts on upload: content-md5, crc32, crc32c, crc64nvme, sha1, sha256.
+    /// Integrity headers the store accepts on upload: content-md5, crc32, crc32c, crc64nvme, sha1,
+    /// sha256; `crc64nvme-trailer`: the CRC64 is also checked when sent as the trailer of an
+    /// `aws-chunked` body.
     #[serde(default)]
     pub checksum_headers: Vec<String>,
     /// Sustained request rates before throttling, and what they apply to.

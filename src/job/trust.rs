@@ -87,6 +87,13 @@ pub(crate) fn grant_crc64(catalog: &Catalog, store: &mut Store, probed: Option<&
                 .any(|h| h == "crc64nvme"),
         )
     });
+    let trailer = provider.is_some_and(|p| {
+        p.file
+            .limits
+            .checksum_headers
+            .iter()
+            .any(|h| h == "crc64nvme-trailer")
+    });
     let probe_crc = probed.and_then(|r| {
         probe_crc64(r).map(|v| (format!("probe of {} ({})", r.location, r.timestamp), v))
     });
@@ -97,6 +104,7 @@ pub(crate) fn grant_crc64(catalog: &Catalog, store: &mut Store, probed: Option<&
         (&cat_by, cat),
         probe_crc.as_ref().map(|(by, v)| (by.as_str(), *v)),
     );
+    store.caps.trailer_crc64 = store.caps.checks_crc64nvme && trailer;
 }
 
 /// Opens `src` and `dst` (see [`Store::open_pair`]) and narrows both stores' capabilities with

@@ -36,6 +36,11 @@ pub struct Capabilities {
     /// saw a wrong value refused and the right one stored grants it ([`Capabilities::grant_crc64`]).
     /// Where it holds, copies are verified by CRC64 on both ends and no MD5 is computed.
     pub checks_crc64nvme: bool,
+    /// Where [`Capabilities::checks_crc64nvme`] holds: the CRC64 is checked as well when it
+    /// follows an `aws-chunked` body as a trailer, so a local file's parts can be sent as they
+    /// are read (`transfer/copy/trailer.rs`). Granted by the catalog (`crc64nvme-trailer`) or
+    /// the remote's `trailing_checksum`.
+    pub trailer_crc64: bool,
     /// The store keeps a CRC32C of every object and shows it on HEAD (GCS): the only digest of
     /// an object assembled from multipart parts there.
     pub keeps_crc32c: bool,
@@ -164,6 +169,7 @@ impl Capabilities {
             answers_block_md5: kind == Kind::Azure,
             keeps_crc32c: kind == Kind::Gcs,
             checks_crc64nvme: false,
+            trailer_crc64: false,
             keeps_metadata: kind != Kind::Local,
             metadata_on_multipart: kind != Kind::Azure,
             keys: KeyRules::for_kind(kind),

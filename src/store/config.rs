@@ -46,6 +46,12 @@ pub struct Remote {
     pub path_style: Option<bool>,
     #[serde(default)]
     pub allow_http: Option<bool>,
+    /// S3: send a local file's parts as they are read, their CRC64 as the trailer of an
+    /// `aws-chunked` body (true), or read each part whole first and send the CRC64 in a header
+    /// (false). Unset: as the catalog says (`crc64nvme-trailer`). Applies only where writes are
+    /// proven by CRC64.
+    #[serde(default)]
+    pub trailing_checksum: Option<bool>,
     #[serde(default)]
     pub storage_class: Option<String>,
     /// Names of environment variables that hold the credentials.

@@ -139,9 +139,10 @@ pub struct CrcWriter {
     /// Set once the store refused a write sent by URL as not allowed (a bucket policy may deny
     /// presigned requests): the rest of the run writes through `inner` / `multipart`.
     pub urls_refused: Arc<std::sync::atomic::AtomicBool>,
-    /// Set once the store refused a part streamed with a trailing CRC64 (`trailer.rs`): the
-    /// rest of the run reads each part whole and sends it by URL.
+    /// Set once the store refused a part streamed with a trailing CRC64 (`trailer.rs`).
     pub streams_refused: Arc<std::sync::atomic::AtomicBool>,
+    /// The remote's `trailing_checksum` (None: `caps.trailer_crc64` decides).
+    pub trailer: Option<bool>,
     /// Fault injection for tests: applied to a body's bytes after moverctl hashed them and
     /// before they are sent by URL (what a test wrapper around `inner` and `multipart` does to
     /// the bodies it is handed). Never set outside tests.
@@ -623,6 +624,7 @@ fn open_s3(
             by_url: true,
             urls_refused: Arc::default(),
             streams_refused: Arc::default(),
+            trailer: remote.and_then(|r| r.trailing_checksum),
             tamper: None,
         })
     };

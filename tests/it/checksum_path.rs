@@ -38,7 +38,11 @@ async fn setup(name: &str) -> Option<Setup> {
     let dir = tempfile::tempdir().unwrap();
     let proxy = Proxy::start(super::s3_upstream(&s)).await;
     let conf = dir.path().join("remotes.toml");
-    std::fs::write(&conf, proxy_remote_toml(&s, &proxy.endpoint())).unwrap();
+    // The same proxy, with parts of local files streamed and their CRC64 in a trailer (the
+    // catalog grants that for AWS; Garage checks it too).
+    let trailing = proxy_remote_toml(&s, &proxy.endpoint()).replace("viaproxy", "trailing")
+        + "trailing_checksum = true\n";
+    std::fs::write(&conf, proxy_remote_toml(&s, &proxy.endpoint()) + &trailing).unwrap();
     let files = dir.path().join("files");
     for (k, size) in FILES {
         let p = files.join(k);
@@ -81,6 +85,11 @@ impl Setup {
 
     fn dst_location(&self, prefix: &str) -> String {
         format!("viaproxy:{}/{prefix}", self.bucket_b)
+    }
+
+    /// [`Setup::dst_location`] through the remote that streams parts with a trailing CRC64.
+    fn trailing_location(&self, prefix: &str) -> String {
+        format!("trailing:{}/{prefix}", self.bucket_b)
     }
 
     /// `moverctl probe` of a destination location, saved in this test's state folder.
@@ -170,10 +179,12 @@ async fn a_probed_destination_is_written_and_proven_by_crc64_alone() {
     let Some(t) = setup("crc-path").await else {
         return;
     };
-    // Local files into a probed destination.
+    // Local files into a probed destination whose remote streams parts with a trailing CRC64.
     let dst = unique("crc-path-dst");
-    t.probe(&t.dst_location(&dst)).await;
-    let (o, v) = t.run(&t.local_source(), &t.dst_location(&dst), &[]).await;
+    t.probe(&t.trailing_location(&dst)).await;
+    let (o, v) = t
+        .run(&t.local_source(), &t.trailing_location(&dst), &[])
+        .await;
     expect(&o, 0);
     assert_eq!(
         labels(&v),
@@ -264,6 +275,39 @@ async fn a_probed_destination_is_written_and_proven_by_crc64_alone() {
         );
     }
     assert_exact(&format!("garage:{}/{dst}", t.bucket_b), &FILES).await;
+
+    // Where neither the catalog (onprem) nor the remote says a trailing CRC64 is checked, each
+    // part is read whole and goes on a presigned URL that binds its CRC64 in a header.
+    let dst1 = unique("crc-path-url");
+    t.probe(&t.dst_location(&dst1)).await;
+    let (o, v) = t.run(&t.local_source(), &t.dst_location(&dst1), &[]).await;
+    expect(&o, 0);
+    assert_eq!(
+        labels(&v),
+        vec![("source-size+dest-checksum".to_string(), 2)],
+        "{}",
+        text(&o)
+    );
+    let parts: Vec<_> = t
+        .writes_to(&dst1)
+        .into_iter()
+        .filter(|(m, tg, _)| m == "PUT" && tg.contains("partNumber="))
+        .collect();
+    assert_eq!(parts.len(), 3, "{parts:#?}");
+    for (_, target, h) in &parts {
+        let n: usize = target.split("partNumber=").nth(1).unwrap()[..1]
+            .parse()
+            .unwrap();
+        let body = &large[(n - 1) * 5 * MIB as usize..(n * 5 * MIB as usize).min(large.len())];
+        let want = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            moverctl::checksum::crc64_of(body).to_be_bytes(),
+        );
+        assert_eq!(header(h, "x-amz-checksum-crc64nvme"), Some(want.as_str()));
+        assert!(target.contains("X-Amz-Signature="), "{target}");
+        assert!(!has_header(h, "x-amz-trailer"), "{target}: {h:?}");
+    }
+    assert_exact(&format!("garage:{}/{dst1}", t.bucket_b), &FILES).await;
 
     // S3 objects that keep a CRC64, into another probed prefix: read and written by CRC alone
     // (the single PUT's own MD5 is handed over as Content-MD5, computed by no one here).
@@ -396,6 +440,37 @@ async fn a_flipped_byte_is_caught_either_way_on_the_crc_path() {
     assert!(v["retries"].as_u64() >= Some(2), "{v}");
     assert_exact(&format!("garage:{}/{dst}", t.bucket_b), &FILES).await;
 
+    // The same with parts streamed as they are read: a byte flipped in the body is refused by
+    // the store against the trailing CRC64.
+    let dst_t = unique("crc-flip-t");
+    t.probe(&t.trailing_location(&dst_t)).await;
+    t.proxy.clear();
+    let at = format!("/{}/{dst_t}/", t.bucket_b);
+    t.proxy.add(
+        "PUT",
+        &format!("{at}f/large.bin"),
+        "partNumber=2",
+        PFault::FlipRequest,
+        1,
+    );
+    let (o, v) = t
+        .run(&t.local_source(), &t.trailing_location(&dst_t), &[])
+        .await;
+    expect(&o, 0);
+    let hits: Vec<_> = t
+        .proxy
+        .hits()
+        .into_iter()
+        .filter(|h| h.1.contains(&dst_t))
+        .collect();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(!hits[0].1.contains("X-Amz-Signature"), "{hits:?}");
+    for (target, status) in t.proxy.upstream_statuses() {
+        assert_eq!(status, 400, "{target}: the store took a flipped body");
+    }
+    assert_eq!(v["copied"]["objects"], 2, "{v}");
+    assert_exact(&format!("garage:{}/{dst_t}", t.bucket_b), &FILES).await;
+
     // Read side: the multipart source keeps a CRC64; one byte flipped on its way here is caught
     // (no MD5 is computed for it) and the object read again.
     let dst2 = unique("crc-flip-r");
@@ -412,8 +487,8 @@ async fn a_flipped_byte_is_caught_either_way_on_the_crc_path() {
     let (o, v) = t.run(&t.s3_source(), &t.dst_location(&dst2), &[]).await;
     expect(&o, 0);
     let hits = t.proxy.hits();
-    assert_eq!(hits.len(), 3, "{hits:?}");
-    assert_eq!(hits[2].0, "GET", "{hits:?}");
+    assert_eq!(hits.len(), 4, "{hits:?}");
+    assert_eq!(hits[3].0, "GET", "{hits:?}");
     assert!(
         labels(&v).contains(&("source-checksum+dest-checksum".to_string(), 1)),
         "{v}"
@@ -515,32 +590,99 @@ async fn a_part_changed_after_it_was_read_is_refused_by_the_store() {
         &proxy_remote_toml(&s, &proxy.endpoint()),
     )
     .unwrap();
-    let prefix = unique("crc-tamper");
-    let mut dst = Store::open(&format!("viaproxy:{}/{prefix}", s.bucket_b), &via).unwrap();
-    // What a saved probe of Garage grants (see the first test).
-    dst.caps.checks_crc64nvme = true;
-    let plan = Plan::new();
-    plan.add(k, Op::Part(1), Fault::Flip, 1000, 1);
-    let mut o = super::copy::options();
-    o.part_rule = moverctl::catalog::parts::PartRule {
-        threshold: 8 * MIB,
-        preferred_part: 5 * MIB,
+    // Both ways a part carries its read-time CRC64: in a signed header (the part read whole
+    // first), and as the trailer of a body streamed as it is read.
+    for trailer in [false, true] {
+        let prefix = unique("crc-tamper");
+        let mut dst = Store::open(&format!("viaproxy:{}/{prefix}", s.bucket_b), &via).unwrap();
+        // What a saved probe of Garage grants (see the first test).
+        dst.caps.checks_crc64nvme = true;
+        dst.caps.trailer_crc64 = trailer;
+        let plan = Plan::new();
+        plan.add(k, Op::Part(1), Fault::Flip, 1000, 1);
+        let mut o = super::copy::options();
+        o.part_rule = moverctl::catalog::parts::PartRule {
+            threshold: 8 * MIB,
+            preferred_part: 5 * MIB,
+        };
+        let j = dir.path().join(format!("j-{trailer}.sqlite"));
+        let out = super::faults::go(&src, &faulty(&dst, &plan), &j, o).await;
+        assert_eq!(plan.hits().len(), 1, "the flip did not fire");
+        assert_eq!(
+            out.copied.get(k).map(String::as_str),
+            Some("source-size+dest-checksum"),
+            "{:?}",
+            out.failed
+        );
+        let refused: Vec<_> = proxy
+            .answered()
+            .into_iter()
+            .filter(|(m, t, st)| {
+                m == "PUT" && t.contains(&prefix) && t.contains("partNumber=2") && *st == 400
+            })
+            .collect();
+        assert_eq!(refused.len(), 1, "{:#?}", proxy.answered());
+        assert_eq!(
+            refused[0].1.contains("X-Amz-Signature="),
+            !trailer,
+            "{refused:?}"
+        );
+        assert_exact(&format!("garage:{}/{prefix}", s.bucket_b), &[(k, size)]).await;
+    }
+}
+
+// A store that does not take parts streamed with a trailing checksum (501 NotImplemented, as an
+// S3-compatible without `aws-chunked` bodies answers) gets that part, and the rest of the run's,
+// read whole and sent on a presigned URL bound to its CRC64: nothing fails, nothing is lost, the
+// fallback is logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_refuses_streamed_parts_gets_them_on_presigned_urls() {
+    let Some(t) = setup("crc-nostream").await else {
+        return;
     };
-    let out = super::faults::go(&src, &faulty(&dst, &plan), &dir.path().join("j.sqlite"), o).await;
-    assert_eq!(plan.hits().len(), 1, "the flip did not fire");
-    assert_eq!(
-        out.copied.get(k).map(String::as_str),
-        Some("source-size+dest-checksum"),
-        "{:?}",
-        out.failed
-    );
-    let refused: Vec<_> = proxy
-        .answered()
+    let dst = unique("crc-nostream-dst");
+    t.probe(&t.trailing_location(&dst)).await;
+    t.proxy.clear();
+    let at = format!("/{}/{dst}/{}", t.bucket_b, FILES[1].0);
+    t.proxy
+        .add("PUT", &at, "partNumber=", PFault::NotImplemented, 1);
+    let (o, v) = t
+        .run(&t.local_source(), &t.trailing_location(&dst), &["-v"])
+        .await;
+    expect(&o, 0);
+    let hits = t.proxy.hits();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    let refused = &hits[0].1;
+    assert!(!refused.contains("X-Amz-Signature"), "{refused}");
+    let part = refused
+        .split("partNumber=")
+        .nth(1)
+        .and_then(|r| r.split('&').next())
+        .unwrap()
+        .to_string();
+    let resent: Vec<_> = t
+        .writes_to(&dst)
         .into_iter()
-        .filter(|(m, t, st)| m == "PUT" && t.contains("partNumber=2") && *st == 400)
+        .filter(|(m, tg, _)| m == "PUT" && tg.contains(&format!("partNumber={part}")))
+        .skip(1)
         .collect();
-    assert_eq!(refused.len(), 1, "{:#?}", proxy.answered());
-    assert_exact(&format!("garage:{}/{prefix}", s.bucket_b), &[(k, size)]).await;
+    assert_eq!(resent.len(), 1, "{resent:#?}");
+    let (_, target, h) = &resent[0];
+    assert!(target.contains("X-Amz-Signature="), "{target}");
+    assert!(has_header(h, "x-amz-checksum-crc64nvme"), "{target}: {h:?}");
+    assert!(!has_header(h, "x-amz-trailer"), "{target}: {h:?}");
+    assert!(
+        text(&o).contains("trailing checksum"),
+        "the fallback is not logged:\n{}",
+        text(&o)
+    );
+    assert_eq!(
+        labels(&v),
+        vec![("source-size+dest-checksum".to_string(), 2)],
+        "{}",
+        text(&o)
+    );
+    assert_exact(&format!("garage:{}/{dst}", t.bucket_b), &FILES).await;
 }
 
 // A store that refuses writes on a presigned URL (a bucket policy may deny them: 403) gets that

@@ -48,6 +48,9 @@ enum K {
     /// S3 (Garage) as a destination that checks and keeps `x-amz-checksum-crc64nvme` (what a
     /// saved probe of Garage finds): the checksum-only path.
     S3Crc,
+    /// [`K::S3Crc`] that also checks the CRC64 as the trailer of an `aws-chunked` body (what the
+    /// catalog grants AWS): a local file's parts are sent as they are read.
+    S3Trailer,
 }
 
 const KINDS: [K; 4] = [K::Local, K::S3, K::Azure, K::Gcs];
@@ -163,7 +166,7 @@ fn options(verify: Verify) -> CopyOptions {
 /// PUT bypasses object_store, so its write faults are injected at the proxy instead.
 fn streamed(src_kind: K, dst_kind: K, o: &Obj, verify: Verify) -> bool {
     matches!(src_kind, K::S3 | K::Gcs)
-        && matches!(dst_kind, K::S3 | K::S3Crc)
+        && matches!(dst_kind, K::S3 | K::S3Crc | K::S3Trailer)
         && o.origin == Origin::Single
         && o.size.bytes() > 8 * MIB
         && verify != Verify::Readback
@@ -193,7 +196,7 @@ fn open(s: &Servers, k: K, prefix: Option<&str>, as_source: bool, proxy: &Proxy)
                 _dir: Some(dir),
             }
         }
-        K::S3 | K::S3Crc => {
+        K::S3 | K::S3Crc | K::S3Trailer => {
             let bucket = if as_source { &s.bucket_a } else { &s.bucket_b };
             let raw = Store::open(&format!("garage:{bucket}/{p}"), &direct).unwrap();
             let via = Remotes::parse(
@@ -206,7 +209,8 @@ fn open(s: &Servers, k: K, prefix: Option<&str>, as_source: bool, proxy: &Proxy)
             run.retry_window = Duration::from_secs(1);
             // What `refine_caps` grants a location whose saved probe saw a wrong CRC64 refused
             // and the right one stored (Garage does both; tests/it/checksum_path.rs probes it).
-            run.caps.checks_crc64nvme = k == K::S3Crc;
+            run.caps.checks_crc64nvme = matches!(k, K::S3Crc | K::S3Trailer);
+            run.caps.trailer_crc64 = k == K::S3Trailer;
             Side {
                 run,
                 raw,
@@ -496,6 +500,24 @@ async fn source_row_to(src_kind: K, dst_kinds: &[K]) -> Vec<String> {
             )
             .await;
             assert_nothing_wrong_recorded(&src, &dst, &out, &objs, &what).await;
+            if dst_kind == K::S3Trailer && f == F::None {
+                // The cell tested the streamed form: the multipart objects' parts went with a
+                // trailing CRC64 (one header-signed PUT each, no presigned URL).
+                let streamed = proxy
+                    .log()
+                    .into_iter()
+                    .filter(|(m, t, h)| {
+                        m == "PUT"
+                            && t.contains("partNumber=")
+                            && !t.contains("X-Amz-Signature")
+                            && h.iter().any(|(k, v)| {
+                                k.eq_ignore_ascii_case("x-amz-trailer")
+                                    && v == "x-amz-checksum-crc64nvme"
+                            })
+                    })
+                    .count();
+                assert!(streamed > 0, "{what}: no part was streamed with a trailer");
+            }
             // Every planned fault that applies must have fired (else the cell tested nothing).
             match f {
                 F::ReadFlip | F::WriteFlip => {
@@ -613,7 +635,7 @@ async fn source_row_to(src_kind: K, dst_kinds: &[K]) -> Vec<String> {
                             o.key
                         );
                     }
-                    if dst_kind == K::S3Crc {
+                    if matches!(dst_kind, K::S3Crc | K::S3Trailer) {
                         // The checksum-only path: every object is proven by the CRC64 the
                         // destination keeps, and no MD5 is computed where the source states a
                         // CRC (its own CRC64, a stored one, a GCS CRC32C) or is a local file.
@@ -774,6 +796,17 @@ async fn checksum_only() {
     }
     if !lines.is_empty() {
         write_coverage_named("checksum-only", &lines);
+    }
+}
+
+/// The checksum-only path with a local file's parts streamed as they are read, their CRC64 in
+/// a trailer: local sources (the only ones streamed) of every size and fault into an S3
+/// destination that checks it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checksum_only_trailer() {
+    let lines = source_row_to(K::Local, &[K::S3Trailer]).await;
+    if !lines.is_empty() {
+        write_coverage_named("checksum-only-trailer", &lines);
     }
 }
 

@@ -39,14 +39,23 @@ use std::time::Duration;
 /// The bytes read, hashed and handed to the socket at a time: small enough to stay in the
 /// core's cache between the read and the send.
 const BLOCK: u64 = 256 << 10;
+/// A block read that takes longer (the file is not in the page cache: a disk read) moves the
+/// rest of the part's reads to the blocking pool. Reads from the cache run on the runtime's
+/// threads: handing each block to a pool thread and back cost 15,000 context switches a GiB
+/// and put the client's CPU back above the old path's.
+const SLOW_READ: Duration = Duration::from_millis(1);
 const TRAILER: &str = "x-amz-checksum-crc64nvme";
 const WHAT: &str = "uploading a part";
 
 /// Whether parts of this run go out streamed: the checksum path's writes go by URL (and the
-/// store took them), the store has not refused this form, and the source is a local folder
-/// (read again from the file when an attempt fails).
+/// store took them), the store checks a trailing CRC64 (the catalog says so, or the remote's
+/// `trailing_checksum`) and has not refused this form, and the source is a local folder (read
+/// again from the file when an attempt fails).
 pub(super) fn applies(ctx: &Ctx, w: &CrcWriter) -> bool {
-    crc_url::applies(ctx, w) && !w.streams_refused.load(Relaxed) && ctx.src.is_local()
+    crc_url::applies(ctx, w)
+        && w.trailer.unwrap_or(ctx.dst.caps.trailer_crc64)
+        && !w.streams_refused.load(Relaxed)
+        && ctx.src.is_local()
 }
 
 /// What one attempt's body left: the digests of the bytes it sent, or the error that ended it.
@@ -307,19 +316,26 @@ fn frames(
         file: Arc<std::fs::File>,
         range: Range<u64>,
         next: u64,
-        pending: Option<tokio::task::JoinHandle<std::io::Result<(Bytes, Hasher)>>>,
+        pending: Option<tokio::task::JoinHandle<std::io::Result<(Bytes, Hasher, bool)>>>,
         first: bool,
+        /// A read was slow: the rest go to the blocking pool.
+        slow: bool,
         slot: Slot,
         shown: String,
         tamper: Tamper,
     }
-    fn read(st: &St, h: Hasher) -> tokio::task::JoinHandle<std::io::Result<(Bytes, Hasher)>> {
+    type Read = std::io::Result<(Bytes, Hasher, bool)>;
+    fn read(st: &St, h: Hasher) -> tokio::task::JoinHandle<Read> {
         let (file, off) = (st.file.clone(), st.next);
         let n = (st.range.end - off).min(BLOCK) as usize;
-        tokio::task::spawn_blocking(move || {
-            let mut h = h;
-            read_hashed_block(&file, off, n, &mut h).map(|b| (b, h))
-        })
+        let job = move || {
+            let (t, mut h) = (std::time::Instant::now(), h);
+            read_hashed_block(&file, off, n, &mut h).map(|b| (b, h, t.elapsed() > SLOW_READ))
+        };
+        match st.slow {
+            true => tokio::task::spawn_blocking(job),
+            false => tokio::task::spawn(async move { job() }),
+        }
     }
     let mut st = St {
         next: range.start,
@@ -327,6 +343,7 @@ fn frames(
         file,
         pending: None,
         first: true,
+        slow: false,
         slot,
         shown: shown.to_string(),
         tamper,
@@ -341,7 +358,10 @@ fn frames(
             std::io::Error::other("the source could not be read")
         };
         let (mut block, h) = match p.await.map_err(|e| std::io::Error::other(e.to_string())) {
-            Ok(Ok(v)) => v,
+            Ok(Ok((b, h, slow))) => {
+                st.slow |= slow;
+                (b, h)
+            }
             Ok(Err(e)) | Err(e) => {
                 let e = CopyError::Io {
                     path: st.shown.clone(),

@@ -50,6 +50,9 @@ pub enum PFault {
     /// Answer `403 ExpiredToken` with an S3 XML error body (session credentials past their
     /// time); the upstream never sees the request.
     ExpiredToken,
+    /// Answer `501 NotImplemented` with an S3 XML error body (a store without a feature the
+    /// request's headers ask for, e.g. an `aws-chunked` body); the upstream never sees it.
+    NotImplemented,
     /// LIST: keep the first half of the answer's keys (at least one) and say the listing goes on
     /// after the last one kept, with a token Garage understands. Not a fault: a server with
     /// smaller pages (so that a listing of a few keys has several pages).
@@ -429,7 +432,11 @@ async fn serve(
     let fault = take(&st, &method, &target);
     match fault {
         Some(
-            PFault::SlowDown | PFault::ServerError | PFault::AccessDenied | PFault::ExpiredToken,
+            PFault::SlowDown
+            | PFault::ServerError
+            | PFault::AccessDenied
+            | PFault::ExpiredToken
+            | PFault::NotImplemented,
         ) => {
             drain(&mut client, body_len.saturating_sub(rest.len() as u64)).await?;
             let path = target.split('?').next().unwrap_or_default();
@@ -440,6 +447,11 @@ async fn serve(
                     "Please reduce your request rate.",
                 ),
                 Some(PFault::AccessDenied) => ("403 Forbidden", "AccessDenied", "Access Denied"),
+                Some(PFault::NotImplemented) => (
+                    "501 Not Implemented",
+                    "NotImplemented",
+                    "A header you provided implies functionality that is not implemented.",
+                ),
                 Some(PFault::ExpiredToken) => (
                     "403 Forbidden",
                     "ExpiredToken",

@@ -260,6 +260,7 @@ pub fn faulty(store: &Store, plan: &Plan) -> Store {
             by_url: w.by_url,
             urls_refused: w.urls_refused.clone(),
             streams_refused: w.streams_refused.clone(),
+            trailer: w.trailer,
             tamper: Some(tamper),
         });
     }
