@@ -42,7 +42,8 @@
 # PORT (3980: the private Garage's S3 port; RPC +1, admin +3) OUT (report; default
 # bench/results/<date>-cpu.md, raw records in the .jsonl beside it) BENCH_DIR (target/bench)
 # MOVERCTL_BIN (a built moverctl to measure instead of building one) RCLONE_BIN (the rclone to
-# run; default the one on PATH) ROW1_TOOLS ("m m5 r mf mfn")
+# run; default the one on PATH) ROW1_TOOLS ("m m5 r mf mfn"; also "mt": moverctl through a remote
+# with trailing_checksum = true, a local file's parts streamed with their CRC64 in a trailer)
 # KEEP=1 keeps the corpora and the Garage data (the Garage is stopped either way).
 set -euo pipefail
 
@@ -101,7 +102,7 @@ source "$GDIR/env.sh"
 GPID=$(cat "$GDIR/garage.pid")
 
 REMOTES="$WORK/remotes.toml"
-for r in gsrc gdst gfirst; do
+for r in gsrc gdst gfirst gtrail; do
   cat <<EOT
 [remotes.$r]
 type = "s3"
@@ -110,6 +111,7 @@ endpoint = "$MOVERCTL_TEST_S3_ENDPOINT"
 region = "$MOVERCTL_TEST_S3_REGION"
 access_key_id_env = "MOVERCTL_TEST_S3_KEY_ID"
 secret_access_key_env = "MOVERCTL_TEST_S3_SECRET"
+$([[ $r == gtrail ]] && echo "trailing_checksum = true")
 
 EOT
 done >"$REMOTES"
@@ -152,7 +154,7 @@ probe() {
 SRC_RCLONE="gsrc:$A/cpu/src-rclone-5m"
 SRC_CRC="gsrc:$A/cpu/src-moverctl-crc"
 log "probing the destinations"
-for d in "$SRC_CRC" gdst:"$B"/cpu/{r1,r2,r3,r4}-{m,m5}; do
+for d in "$SRC_CRC" gdst:"$B"/cpu/{r1,r2,r3,r4}-{m,m5} "gtrail:$B/cpu/r1-mt"; do
   probe "$d"
 done
 
@@ -203,6 +205,9 @@ run_r1() {
        check --objects "$N" --bytes "$BYTES1" --labels "$CRC_LOCAL" --s3-dest "$d" ;;
     m5) measure "$row" "moverctl --verify md5" "$BYTES1" -- "$M" --config "$REMOTES" copy "$C1" "$d" --verify md5 --json --journal "$(j)"
        check --objects "$N" --bytes "$BYTES1" --labels "source-size\+$MD5_WRITE" --forbid checksum --s3-dest "$d" ;;
+    # Parts streamed as they are read, their CRC64 in a trailer (the remote's trailing_checksum).
+    mt) measure "$row" "moverctl, trailing checksum" "$BYTES1" -- "$M" --config "$REMOTES" copy "$C1" "gtrail:$B/cpu/r1-mt" --json --journal "$(j)"
+       check --objects "$N" --bytes "$BYTES1" --labels "$CRC_LOCAL" --s3-dest "$d" ;;
     r) measure "$row" "rclone --checksum" "$BYTES1" -- "${RCLONE[@]}" copy --checksum "$C1" "$d"
        check --objects "$N" --bytes "$BYTES1" --s3-dest "$d" ;;
     # First-time copies: a state folder of their own, empty, so nothing is saved about gfirst.
