@@ -59,14 +59,8 @@ pub(super) async fn handle_object(
             return (entry, Err(e), 1);
         }
     }
+    // (An inventory's object that changed or went since is found out in there.)
     let (res, attempts) = copy_with_retries(ctx, &entry).await;
-    let res = match res {
-        // A condition that failed or a 404: is the object still the inventory's?
-        Err(e) if ctx.opts.inventory.is_some() && super::since::may_be_stale(&e) => {
-            Err(super::since::explain(ctx, &entry, e).await)
-        }
-        r => r,
-    };
     (entry, res.map(|o| Done::Copied(o, reason)), attempts)
 }
 
@@ -172,6 +166,22 @@ pub(super) async fn copy_with_retries(
                 return (Ok(o), attempt);
             }
             Err(e) => {
+                // In an inventory run, a failed pin, a 404, or a read that brought other bytes
+                // than the row promised (a store that ignores the If-Match pin, as
+                // fake-gcs-server does) may be a newer or vanished object: one HEAD says, and
+                // such an object is reported at once instead of read again and again.
+                let stale = matches!(e, CopyError::Mismatch(_)) || super::since::may_be_stale(&e);
+                let e = match e {
+                    e if stale && ctx.opts.inventory.is_some() => {
+                        match super::since::explain(ctx, entry, e).await {
+                            stale @ CopyError::SinceInventory { .. } => {
+                                return (Err(stale), attempt);
+                            }
+                            e => e,
+                        }
+                    }
+                    e => e,
+                };
                 // (Slow-downs object_store absorbed were already reported by the store's
                 // observer; this one ended the attempt.)
                 if is_throttle(&e) {

@@ -324,3 +324,210 @@ fn copy_from_an_s3_inventory_lists_no_source_and_reports_changed_and_gone_object
     assert_eq!(v["since_inventory"]["gone"]["objects"], 1);
     drop(root);
 }
+
+/// MD5 of `b` (a GCS inventory's `md5Hash`, base64).
+fn md5_b64(b: &[u8]) -> String {
+    let mut h = moverctl::checksum::Hasher::new(true);
+    h.update(b);
+    base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        h.finish().md5.unwrap(),
+    )
+}
+
+/// Objects put under `prefix/src/` at `location` (a bucket or container root), and an inventory
+/// report of them in the service's own layout (Azure Blob Inventory CSV: a header row, `Name`
+/// with the container in front; GCS Storage Insights CSV: a header row, `md5Hash`) put in the same
+/// bucket, with `extra` rows for objects that do not exist, over three data files in reverse key
+/// order; the manifest's location. `(location, written)`: where it is read, and where it is
+/// written (fake-gcs-server takes writes through its XML shim).
+async fn report_on_server(
+    s: &super::Servers,
+    (location, written): (&str, &str),
+    prefix: &str,
+    objects: &[(&str, &[u8])],
+    extra: usize,
+) -> String {
+    let azure = location.starts_with("azurite:");
+    let container = location.split([':', '/']).nth(1).unwrap().to_string();
+    let root = moverctl::store::Store::open(written, &super::remotes(s)).unwrap();
+    let mut rows = Vec::new();
+    for (k, body) in objects {
+        let p = root.path_of(&format!("{prefix}/src/{k}")).unwrap();
+        let put = root.inner.put(&p, body.to_vec().into()).await.unwrap();
+        let key = format!("{prefix}/src/{k}");
+        rows.push(match azure {
+            true => format!(
+                "\"{container}/{key}\",{},\"{}\"\n",
+                body.len(),
+                put.e_tag.unwrap()
+            ),
+            false => format!("{container},\"{key}\",{},x,{}\n", body.len(), md5_b64(body)),
+        });
+    }
+    for i in 0..extra {
+        let key = format!("{prefix}/none/{i:06}");
+        rows.push(match azure {
+            true => format!("\"{container}/{key}\",{i},\"0x8D{i:X}\"\n"),
+            false => format!("{container},{key},{i},x,{}\n", md5_b64(key.as_bytes())),
+        });
+    }
+    rows.reverse();
+    let header = match azure {
+        true => "Name,Content-Length,Etag\n",
+        false => "bucket,name,size,etag,md5Hash\n",
+    };
+    let run = format!("{prefix}/inv/2026/01/02/03-04-05/r1");
+    let third = rows.len().div_ceil(3);
+    let mut names = Vec::new();
+    for (i, part) in rows.chunks(third).enumerate() {
+        let name = match azure {
+            true => format!("{run}/r1_1000000_{i}.csv"),
+            false => format!("{run}/cfg_2026-01-02T00:00_{i}.csv"),
+        };
+        let text = format!("{header}{}", part.concat());
+        root.inner
+            .put(&root.path_of(&name).unwrap(), text.into_bytes().into())
+            .await
+            .unwrap();
+        names.push(name);
+    }
+    let n = rows.len();
+    let (mkey, manifest) = match azure {
+        true => (
+            format!("{run}/r1-manifest.json"),
+            format!(
+                r#"{{"destinationContainer":"{container}","files":[{}],
+                "ruleDefinition":{{"format":"csv","objectType":"blob","schemaFields":["Name","Content-Length","Etag"]}},
+                "ruleName":"r1","status":"Succeeded","summary":{{"objectCount":{n}}},"version":"1.0"}}"#,
+                names
+                    .iter()
+                    .map(|b| format!(r#"{{"blob":"{b}","size":1}}"#))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        ),
+        false => (
+            format!("{run}/cfg_2026-01-02T00:00_manifest.json"),
+            format!(
+                r#"{{"report_config":{{"csv_options":{{"delimiter":",","record_separator":"\n","header_required":true}},
+                "object_metadata_report_options":{{"metadata_fields":["bucket","name","size","etag","md5Hash"]}}}},
+                "records_processed":{n},"shard_count":{},"report_shards_file_names":[{}]}}"#,
+                names.len(),
+                names
+                    .iter()
+                    .map(|b| format!("\"{}\"", b.rsplit('/').next().unwrap()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        ),
+    };
+    root.inner
+        .put(&root.path_of(&mkey).unwrap(), manifest.into_bytes().into())
+        .await
+        .unwrap();
+    format!("{}{mkey}", location.trim_end_matches('/').to_string() + "/")
+}
+
+// Azure Blob Inventory and GCS inventory reports kept on their services (Azurite,
+// fake-gcs-server) are read from there: a report of 12,005 rows over three files streams back row
+// by row, and a copy driven by one lists no source, copies what is there, and reports what changed
+// or went since; neither is journaled as copied.
+#[test]
+fn azure_and_gcs_inventories_are_read_from_their_services() {
+    let Some(s) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("remotes.toml");
+    std::fs::write(&conf, remotes_toml(&s)).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let objects: [(&str, &[u8]); 4] = [
+        ("a", b"alpha"),
+        ("d/e", b"deeper"),
+        ("changed", b"before"),
+        ("gone", b"soon deleted"),
+    ];
+    for (location, written) in [
+        (
+            format!("azurite:{}/", s.az_container),
+            format!("azurite:{}/", s.az_container),
+        ),
+        (
+            format!("fakegcs:{}/", s.gcs_bucket),
+            format!("gcsxml:{}/", s.gcs_bucket),
+        ),
+    ] {
+        let at = (location.as_str(), written.as_str());
+        let prefix = unique("inv-svc");
+        // A large report: every row comes back, in the files' order.
+        let big = rt.block_on(report_on_server(&s, at, &prefix, &[], 12_005));
+        let rows = rt.block_on(async {
+            let inv = moverctl::inventory::open(&big, &super::remotes(&s))
+                .await
+                .unwrap();
+            let mut n = 0u64;
+            let mut bytes = 0u64;
+            inv.for_each_row(&mut |r| {
+                n += 1;
+                bytes += r.size;
+                Ok(())
+            })
+            .await
+            .unwrap();
+            (n, bytes)
+        });
+        assert_eq!(rows, (12_005, (0..12_005u64).sum()), "{big}");
+
+        // A copy driven by a report of the objects themselves.
+        let prefix = unique("inv-svc");
+        let manifest = rt.block_on(async {
+            let m = report_on_server(&s, at, &prefix, &objects, 0).await;
+            let root = moverctl::store::Store::open(&written, &super::remotes(&s)).unwrap();
+            let p = root.path_of(&format!("{prefix}/src/changed")).unwrap();
+            root.inner
+                .put(&p, b"after, longer".to_vec().into())
+                .await
+                .unwrap();
+            let p = root.path_of(&format!("{prefix}/src/gone")).unwrap();
+            root.inner.delete(&p).await.unwrap();
+            m
+        });
+        let dst = dir.path().join(&prefix);
+        let journal = dir.path().join(format!("{prefix}.db"));
+        let o = moverctl()
+            .args(["copy", "--json", "--config"])
+            .arg(&conf)
+            .arg("--journal")
+            .arg(&journal)
+            .args(["--inventory", &manifest])
+            .arg(format!("{location}{prefix}/src/"))
+            .arg(&dst)
+            .output()
+            .unwrap();
+        expect(&o, 3);
+        let v = summary(&o);
+        assert_eq!(v["requests"]["list_source"], 0, "{}", text(&o));
+        assert_eq!(v["copied"]["objects"], 2, "{}", text(&o));
+        assert_eq!(
+            v["since_inventory"]["changed"]["objects"],
+            1,
+            "{}",
+            text(&o)
+        );
+        assert_eq!(v["since_inventory"]["gone"]["objects"], 1, "{}", text(&o));
+        // A changed object is found out at once, not read again (fake-gcs-server ignores the
+        // read's If-Match: the other size gives it away).
+        assert_eq!(v["retries"], 0, "{}", text(&o));
+        assert_eq!(v["failed"]["objects"], 0, "{}", text(&o));
+        assert_eq!(std::fs::read(dst.join("d/e")).unwrap(), b"deeper");
+        assert!(!dst.join("changed").exists() && !dst.join("gone").exists());
+        let j = moverctl::journal::Journal::open_existing(&journal).unwrap();
+        for k in ["changed", "gone"] {
+            let rec = j.get(k).unwrap();
+            assert!(
+                rec.as_ref()
+                    .is_none_or(|r| r.state != moverctl::journal::State::Verified),
+                "{location} {k}: {rec:?}"
+            );
+        }
+    }
+}
