@@ -146,21 +146,13 @@ impl Copier<'_> {
     /// A HEAD of `from` as exec sends one before copying it: presigned, with checksum mode,
     /// pinned to `etag`.
     async fn head(&self, from: &Path, etag: &str) -> Result<(), String> {
-        let mode = HeaderName::from_static("x-amz-checksum-mode");
-        let enabled = HeaderValue::from_static("ENABLED");
-        let opts = SignedUrlOptions::default().with_signed_header(mode.clone(), enabled.clone());
-        let url = self
-            .s3
-            .signed_url_opts(Method::HEAD, from, Duration::from_secs(300), &opts)
+        use crate::store::presign::{HeadFailed, checksum_head, client};
+        let resp = checksum_head(self.s3, false, client(), from, (None, Some(etag)))
             .await
-            .map_err(|e| format!("presigning failed: {}", short(&e)))?;
-        let resp = crate::store::presign::client()
-            .head(url)
-            .header(mode, enabled)
-            .header("if-match", etag)
-            .send()
-            .await
-            .map_err(|e| format!("request failed: {}", short(&e.without_url())))?;
+            .map_err(|e| match e {
+                HeadFailed::Sign(e) => format!("presigning failed: {}", short(&e)),
+                HeadFailed::Send(e) => format!("request failed: {}", short(&e)),
+            })?;
         match resp.status().as_u16() {
             200..=299 => Ok(()),
             s => Err(format!("HEAD answered HTTP {s}")),

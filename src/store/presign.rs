@@ -46,6 +46,48 @@ pub fn add_metadata(h: &mut HeaderMap, attrs: &object_store::Attributes) {
     }
 }
 
+/// Why a [`checksum_head`] got no answer.
+pub enum HeadFailed {
+    /// The URL could not be signed.
+    Sign(object_store::Error),
+    /// The request failed on the way (its error holds no URL: a presigned URL is a signature).
+    Send(reqwest::Error),
+}
+
+/// One HEAD of `path` as moverctl sends them to learn an object's digests: on a URL signed for
+/// five minutes with `x-amz-checksum-mode: ENABLED` (the stored full-object checksum shown),
+/// of part `part` only when given, pinned to `if_match`, sent by `client`; unsigned where the
+/// store is read anonymously.
+pub async fn checksum_head(
+    s3: &object_store::aws::AmazonS3,
+    anonymous: bool,
+    client: &reqwest::Client,
+    path: &object_store::path::Path,
+    (part, if_match): (Option<u32>, Option<&str>),
+) -> Result<reqwest::Response, HeadFailed> {
+    use object_store::signer::{Method, SignedUrlOptions, Signer};
+    let mode = HeaderName::from_static("x-amz-checksum-mode");
+    let enabled = HeaderValue::from_static("ENABLED");
+    let mut opts = SignedUrlOptions::default().with_signed_header(mode.clone(), enabled.clone());
+    if let Some(n) = part {
+        opts = opts.with_query([("partNumber", n.to_string())]);
+    }
+    let mut url = s3
+        .signed_url_opts(Method::HEAD, path, Duration::from_secs(300), &opts)
+        .await
+        .map_err(HeadFailed::Sign)?;
+    if anonymous {
+        super::s3list::strip_signature(&mut url);
+    }
+    let mut req = client.head(url).header(mode, enabled);
+    if let Some(e) = if_match {
+        req = req.header("if-match", e);
+    }
+    req.send()
+        .await
+        .map_err(|e| HeadFailed::Send(e.without_url()))
+}
+
 /// The text of the first `<name>` element of an S3 XML answer, trimmed.
 pub fn xml_field(body: &str, name: &str) -> Option<String> {
     let open = format!("<{name}>");

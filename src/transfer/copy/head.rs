@@ -81,18 +81,11 @@ async fn raw_head_at(
     at: &HeadOf<'_>,
     part: Option<u32>,
 ) -> Result<Option<DigestHeaders>, CopyError> {
+    use crate::store::presign::{HeadFailed, checksum_head};
     use crate::store::retry::{Backoff, retryable_status};
-    use object_store::signer::{HeaderName, HeaderValue, Method, SignedUrlOptions, Signer};
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
     let path = at.path;
     let what = at.what;
-    let mut opts = SignedUrlOptions::default().with_signed_header(
-        HeaderName::from_static("x-amz-checksum-mode"),
-        HeaderValue::from_static("ENABLED"),
-    );
-    if let Some(n) = part {
-        opts = opts.with_query([("partNumber", n.to_string())]);
-    }
     let client = CLIENT.get_or_init(|| {
         reqwest::Client::builder()
             .timeout(std::time::Duration::from_secs(60))
@@ -105,27 +98,14 @@ async fn raw_head_at(
     let mut backoff = Backoff::with_window(at.store.retry_window);
     loop {
         // Signed anew for each attempt (a signature is only valid for a while).
-        let mut url = s3
-            .signed_url_opts(
-                Method::HEAD,
-                path,
-                std::time::Duration::from_secs(300),
-                &opts,
-            )
-            .await
-            .map_err(|e| CopyError::Store { what, source: e })?;
-        if at.store.is_anonymous() {
-            crate::store::s3list::strip_signature(&mut url);
-        }
         ctx.counters.head.fetch_add(1, Relaxed);
         ctx.limits.take_request().await;
-        let mut req = client.head(url).header("x-amz-checksum-mode", "ENABLED");
-        if let Some(e) = at.if_match {
-            req = req.header("if-match", e);
-        }
+        let anonymous = at.store.is_anonymous();
+        let sent = checksum_head(s3, anonymous, client, path, (part, at.if_match)).await;
         // A reqwest error would print the presigned URL (a signature): only its kind is kept.
         last_status = None;
-        let failure = match req.send().await {
+        let failure = match sent {
+            Err(HeadFailed::Sign(source)) => return Err(CopyError::Store { what, source }),
             Ok(resp) => {
                 let status = resp.status().as_u16();
                 at.store.observer.judge_refusal(status, b"");
@@ -158,9 +138,9 @@ async fn raw_head_at(
                     s => return Err(generic(format!("the store answered {s}"), Some(s))),
                 }
             }
-            Err(e) if e.is_timeout() => "the request timed out".to_string(),
-            Err(e) if e.is_connect() => "the connection failed".to_string(),
-            Err(_) => "the connection broke".to_string(),
+            Err(HeadFailed::Send(e)) if e.is_timeout() => "the request timed out".to_string(),
+            Err(HeadFailed::Send(e)) if e.is_connect() => "the connection failed".to_string(),
+            Err(HeadFailed::Send(_)) => "the connection broke".to_string(),
         };
         if !backoff
             .wait_logged(&format!("HEAD of {}", at.shown), &failure)
