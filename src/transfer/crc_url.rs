@@ -178,42 +178,9 @@ async fn send(
             .map_err(|e| Refused::Copy(CopyError::Store { what, source: e }))
     };
     let generic = |msg: String, status: Option<u16>| s3_answer_error(what, msg, status);
+    let named = write.named();
     let judged = put_signed(ctx, what, sign, &headers, chunks, generic, |reply| {
-        let code = xml_field(&reply.body, "Code").unwrap_or_default();
-        let fail = |e: CopyError| Verdict::Fail(Refused::Copy(e));
-        match answer_of(reply.status, &code) {
-            Answer::Taken => {
-                let echoed = reply.headers.get(CRC_HEADER).and_then(|v| v.to_str().ok());
-                if let Some(e) = echoed
-                    && e != sent
-                {
-                    return fail(CopyError::Mismatch(format!(
-                        "{} was stored with CRC64 {e}, sent with {sent}",
-                        write.named()
-                    )));
-                }
-                let etag = reply
-                    .headers
-                    .get("etag")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string);
-                Verdict::Done((etag, DigestHeaders::of(&reply.headers)))
-            }
-            Answer::DigestRefused => fail(CopyError::Mismatch(format!(
-                "{what}: the store refused {} ({code}): its bytes differ from the digest \
-                 computed when they were read",
-                write.named()
-            ))),
-            Answer::NotHere => Verdict::Fail(Refused::Off(format!("{} {code}", reply.status))),
-            Answer::Retry => Verdict::Retry(
-                format!("the store answered {}", reply.status),
-                Some(reply.status),
-            ),
-            Answer::Failed => fail(generic(
-                format!("the store answered {} {code}", reply.status),
-                Some(reply.status),
-            )),
-        }
+        judge(reply, what, &named, Some(sent))
     })
     .await;
     match judged {
@@ -233,9 +200,58 @@ async fn send(
     }
 }
 
+/// What the store's answer to a write of `named` (a part, the object) bound to the CRC64 `sent`
+/// (base64; None: the body was not all sent) means: when taken, its ETag and digest headers.
+pub(in crate::transfer) fn judge(
+    reply: crate::store::presign::Reply,
+    what: &'static str,
+    named: &str,
+    sent: Option<&str>,
+) -> Verdict<(Option<String>, DigestHeaders)> {
+    let code = xml_field(&reply.body, "Code").unwrap_or_default();
+    let fail = |e: CopyError| Verdict::Fail(Refused::Copy(e));
+    match answer_of(reply.status, &code) {
+        Answer::Taken => {
+            let Some(sent) = sent else {
+                return fail(CopyError::Mismatch(format!(
+                    "{named} was answered before all of it was sent"
+                )));
+            };
+            let echoed = reply.headers.get(CRC_HEADER).and_then(|v| v.to_str().ok());
+            if let Some(e) = echoed
+                && e != sent
+            {
+                return fail(CopyError::Mismatch(format!(
+                    "{named} was stored with CRC64 {e}, sent with {sent}"
+                )));
+            }
+            let etag = reply
+                .headers
+                .get("etag")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            Verdict::Done((etag, DigestHeaders::of(&reply.headers)))
+        }
+        Answer::DigestRefused => fail(CopyError::Mismatch(format!(
+            "{what}: the store refused {named} ({code}): its bytes differ from the digest \
+             computed when they were read"
+        ))),
+        Answer::NotHere => Verdict::Fail(Refused::Off(format!("{} {code}", reply.status))),
+        Answer::Retry => Verdict::Retry(
+            format!("the store answered {}", reply.status),
+            Some(reply.status),
+        ),
+        Answer::Failed => fail(s3_answer_error(
+            what,
+            format!("the store answered {} {code}", reply.status),
+            Some(reply.status),
+        )),
+    }
+}
+
 /// What an answer to a write sent by URL means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::transfer) enum Answer {
+enum Answer {
     /// Stored (its echoed CRC64 is still compared).
     Taken,
     /// The store compared the body with the digest sent and refused it: an integrity failure.
@@ -249,7 +265,7 @@ pub(in crate::transfer) enum Answer {
     Failed,
 }
 
-pub(in crate::transfer) fn answer_of(status: u16, code: &str) -> Answer {
+fn answer_of(status: u16, code: &str) -> Answer {
     match status {
         200..=299 => Answer::Taken,
         // Expired credentials: renewed, the write is tried again by URL (`copy_with_retries`).

@@ -20,8 +20,8 @@ use super::context::{CopyError, Ctx, s3_answer_error};
 use super::read::{open_local, read_hashed_block};
 use crate::checksum::{Digests, Hasher};
 use crate::store::CrcWriter;
-use crate::store::presign::{self, Reply, xml_field};
-use crate::transfer::crc_url::{self, Answer};
+use crate::store::presign::{self, Reply};
+use crate::transfer::crc_url;
 use crate::transfer::server_side::Refused;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -148,53 +148,22 @@ pub(super) async fn put_part(
     }
 }
 
-/// What the store's answer to a streamed part means (as for a part sent by URL).
+/// What the store's answer to a streamed part means (as for a part sent by URL): its ETag and
+/// the digests of what was sent.
 fn judge(reply: Reply, idx: usize, slot: &Slot) -> presign::Verdict<(String, Digests), Refused> {
     use presign::Verdict;
-    let code = xml_field(&reply.body, "Code").unwrap_or_default();
-    let fail = |e: CopyError| Verdict::Fail(Refused::Copy(e));
-    match crc_url::answer_of(reply.status, &code) {
-        Answer::Taken => {
-            let Some(d) = slot.lock().expect("slot lock").digests else {
-                return fail(CopyError::Mismatch(format!(
-                    "part {} was answered before all of it was sent",
-                    idx + 1
-                )));
-            };
-            let sent = B64.encode(d.crc64.to_be_bytes());
-            let echoed = reply.headers.get(TRAILER).and_then(|v| v.to_str().ok());
-            if let Some(e) = echoed
-                && e != sent
-            {
-                return fail(CopyError::Mismatch(format!(
-                    "part {} was stored with CRC64 {e}, sent with {sent}",
-                    idx + 1
-                )));
-            }
-            match reply.headers.get("etag").and_then(|v| v.to_str().ok()) {
-                Some(etag) => Verdict::Done((etag.to_string(), d)),
-                None => fail(s3_answer_error(
-                    WHAT,
-                    "its answer holds no ETag".into(),
-                    None,
-                )),
-            }
-        }
-        Answer::DigestRefused => fail(CopyError::Mismatch(format!(
-            "{WHAT}: the store refused part {} ({code}): its bytes differ from the digest \
-             computed when they were read",
-            idx + 1
-        ))),
-        Answer::NotHere => Verdict::Fail(Refused::Off(format!("{} {code}", reply.status))),
-        Answer::Retry => Verdict::Retry(
-            format!("the store answered {}", reply.status),
-            Some(reply.status),
-        ),
-        Answer::Failed => fail(s3_answer_error(
+    let d = slot.lock().expect("slot lock").digests;
+    let sent = d.map(|d| B64.encode(d.crc64.to_be_bytes()));
+    let named = format!("part {}", idx + 1);
+    match crc_url::judge(reply, WHAT, &named, sent.as_deref()) {
+        Verdict::Done((Some(etag), _)) => Verdict::Done((etag, d.expect("sent whole"))),
+        Verdict::Done((None, _)) => Verdict::Fail(Refused::Copy(s3_answer_error(
             WHAT,
-            format!("the store answered {} {code}", reply.status),
-            Some(reply.status),
-        )),
+            "its answer holds no ETag".into(),
+            None,
+        ))),
+        Verdict::Retry(why, status) => Verdict::Retry(why, status),
+        Verdict::Fail(e) => Verdict::Fail(e),
     }
 }
 
