@@ -259,8 +259,9 @@ fn encoded_len(n: u64) -> u64 {
 
 type Tamper = Option<(crate::store::WriteTamper, Path, usize)>;
 
-/// The `aws-chunked` body of `range` of `file`: each block read and hashed on the blocking pool
-/// (the next one read while this one is sent), framed, the CRC64 of all of them in the trailer.
+/// The `aws-chunked` body of `range` of `file`: each block read and hashed (the next one read
+/// while this one is sent; on the runtime's threads until a read is slower than [`SLOW_READ`],
+/// then on the blocking pool), framed, the CRC64 of all of them in the trailer.
 /// The digests go to `slot` before the trailer; a failed read or a short file puts its error
 /// there and ends the body with an error (the request fails, and is not retried).
 fn body(
@@ -270,7 +271,17 @@ fn body(
     shown: &str,
     tamper: Tamper,
 ) -> reqwest::Body {
-    reqwest::Body::wrap_stream(frames(file, range, slot, shown, tamper))
+    let at = Where {
+        shown,
+        slow_after: SLOW_READ,
+    };
+    reqwest::Body::wrap_stream(frames(file, range, slot, at, tamper))
+}
+
+/// How a body names its file, and after how long a read counts as slow.
+struct Where<'a> {
+    shown: &'a str,
+    slow_after: Duration,
 }
 
 /// The bytes of [`body`], in the pieces it sends.
@@ -278,7 +289,7 @@ fn frames(
     file: Arc<std::fs::File>,
     range: Range<u64>,
     slot: Slot,
-    shown: &str,
+    at: Where<'_>,
     tamper: Tamper,
 ) -> futures::stream::BoxStream<'static, std::io::Result<Bytes>> {
     struct St {
@@ -289,17 +300,18 @@ fn frames(
         first: bool,
         /// A read was slow: the rest go to the blocking pool.
         slow: bool,
+        slow_after: Duration,
         slot: Slot,
         shown: String,
         tamper: Tamper,
     }
     type Read = std::io::Result<(Bytes, Hasher, bool)>;
     fn read(st: &St, h: Hasher) -> tokio::task::JoinHandle<Read> {
-        let (file, off) = (st.file.clone(), st.next);
+        let (file, off, slow_after) = (st.file.clone(), st.next, st.slow_after);
         let n = (st.range.end - off).min(BLOCK) as usize;
         let job = move || {
             let (t, mut h) = (std::time::Instant::now(), h);
-            read_hashed_block(&file, off, n, &mut h).map(|b| (b, h, t.elapsed() > SLOW_READ))
+            read_hashed_block(&file, off, n, &mut h).map(|b| (b, h, t.elapsed() >= slow_after))
         };
         match st.slow {
             true => tokio::task::spawn_blocking(job),
@@ -313,8 +325,9 @@ fn frames(
         pending: None,
         first: true,
         slow: false,
+        slow_after: at.slow_after,
         slot,
-        shown: shown.to_string(),
+        shown: at.shown.to_string(),
         tamper,
     };
     st.pending = Some(read(&st, Hasher::new(false)));
@@ -387,35 +400,95 @@ fn frames(
 mod tests {
     use super::*;
 
+    /// The body's bytes with their frames taken off, and the text of its tail.
+    fn decoded(sent: &[u8]) -> (Vec<u8>, String) {
+        let mut data = Vec::new();
+        let mut rest = sent;
+        loop {
+            let nl = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let n = usize::from_str_radix(std::str::from_utf8(&rest[..nl]).unwrap(), 16).unwrap();
+            rest = &rest[nl + 2..];
+            if n == 0 {
+                return (data, String::from_utf8(rest.to_vec()).unwrap());
+            }
+            data.extend_from_slice(&rest[..n]);
+            assert_eq!(&rest[n..n + 2], b"\r\n");
+            rest = &rest[n + 2..];
+        }
+    }
+
+    fn send(f: &Arc<std::fs::File>, range: Range<u64>, slow_after: Duration) -> (Vec<u8>, Left) {
+        let slot: Slot = Arc::default();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let sent = rt.block_on(async {
+            let at = Where {
+                shown: "f",
+                slow_after,
+            };
+            let mut s = frames(f.clone(), range, slot.clone(), at, None);
+            let mut all = Vec::new();
+            while let Some(c) = s.next().await {
+                match c {
+                    Ok(c) => all.extend_from_slice(&c),
+                    Err(_) => break,
+                }
+            }
+            all
+        });
+        let left = std::mem::take(&mut *slot.lock().unwrap());
+        (sent, left)
+    }
+
+    // Read on the runtime's threads or (after a slow read; here every read counts as slow) on
+    // the blocking pool, the body is the same: the range's bytes framed, its length announced
+    // exactly, the CRC64 of the bytes in the trailer.
     #[test]
-    fn the_encoded_length_is_what_the_body_sends() {
+    fn the_body_is_the_range_framed_with_its_crc64_in_the_trailer() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
-        for n in [1u64, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 17] {
-            std::fs::write(&p, vec![7u8; n as usize]).unwrap();
-            let f = Arc::new(std::fs::File::open(&p).unwrap());
-            let slot: Slot = Arc::default();
-            let rt = tokio::runtime::Runtime::new().unwrap();
-            let sent = rt.block_on(async {
-                let mut s = frames(f, 0..n, slot.clone(), "f", None);
-                let mut all = Vec::new();
-                while let Some(c) = s.next().await {
-                    all.extend_from_slice(&c.unwrap());
-                }
-                all
-            });
-            assert_eq!(sent.len() as u64, encoded_len(n), "{n}");
-            let d = slot.lock().unwrap().digests.unwrap();
-            assert_eq!(d.bytes, n);
-            let text = String::from_utf8_lossy(&sent);
-            assert!(
-                text.ends_with(&format!(
-                    "\r\n0\r\n{TRAILER}:{}\r\n\r\n",
-                    B64.encode(d.crc64.to_be_bytes())
-                )),
-                "{n}"
-            );
-            assert!(text.starts_with(&format!("{:x}\r\n", n.min(BLOCK))));
+        let all: Vec<u8> = (0..4 * BLOCK + 100).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&p, &all).unwrap();
+        let f = Arc::new(std::fs::File::open(&p).unwrap());
+        for (a, b) in [
+            (0, 1),
+            (5, BLOCK - 1),
+            (0, BLOCK),
+            (3, BLOCK + 1),
+            (17, 4 * BLOCK + 100),
+        ] {
+            let range = a..b;
+            let mut bodies = Vec::new();
+            for slow_after in [Duration::MAX, Duration::ZERO] {
+                let (sent, left) = send(&f, range.clone(), slow_after);
+                assert_eq!(sent.len() as u64, encoded_len(b - a), "{range:?}");
+                let (data, tail) = decoded(&sent);
+                assert_eq!(data, all[a as usize..b as usize], "{range:?}");
+                let d = left.digests.unwrap();
+                assert_eq!(d.bytes, b - a);
+                assert_eq!(d.crc64, crate::checksum::crc64_of(&data));
+                let crc = B64.encode(d.crc64.to_be_bytes());
+                assert_eq!(tail, format!("{TRAILER}:{crc}\r\n\r\n"), "{range:?}");
+                bodies.push(sent);
+            }
+            assert_eq!(bodies[0], bodies[1], "{range:?}");
         }
+    }
+
+    // A file shorter than the range (cut since it was listed) ends the body with an error, and
+    // the error that says why waits in the slot: no trailer is sent for fewer bytes.
+    #[test]
+    fn a_file_shorter_than_its_range_ends_the_body_with_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![1u8; BLOCK as usize + 10]).unwrap();
+        let f = Arc::new(std::fs::File::open(&p).unwrap());
+        let (sent, left) = send(&f, 0..2 * BLOCK, Duration::MAX);
+        assert!(left.digests.is_none());
+        assert!(
+            matches!(&left.failed, Some(CopyError::Mismatch(m)) if m.contains("fewer bytes")),
+            "{:?}",
+            left.failed.as_ref().map(ToString::to_string)
+        );
+        assert!(!String::from_utf8_lossy(&sent).contains(TRAILER));
     }
 }
