@@ -131,9 +131,12 @@ pub(super) async fn upload_part(
     got: Option<Result<(Vec<Bytes>, Digests), CopyError>>,
     prior: Option<PartRecord>,
 ) -> Result<(PartRecord, Option<KeptPart>, Option<u32>), CopyError> {
-    if let Some(done) = streamed(ctx, up, idx, &range, &got, &prior).await? {
-        return Ok((record(ctx, up, idx, done)?, None, None));
-    }
+    // (A part the store would not take streamed has had its bytes paced already.)
+    let paced = match streamed(ctx, up, idx, &range, &got, &prior).await? {
+        Streamed::Sent(done) => return Ok((record(ctx, up, idx, done)?, None, None)),
+        Streamed::Refused => true,
+        Streamed::NotHere => false,
+    };
     let (chunks, d) = match got {
         Some(r) => r?,
         None => fetch(ctx, up.src, range, up.part_md5, Some(up.seen.clone())).await?,
@@ -151,7 +154,9 @@ pub(super) async fn upload_part(
         let keep = up.keep_for_hash.then_some((chunks, permit));
         return Ok((p, keep, c32));
     }
-    ctx.limits.take_bytes(d.bytes).await;
+    if !paced {
+        ctx.limits.take_bytes(d.bytes).await;
+    }
     let keep_chunks = up.keep_for_hash.then(|| chunks.clone());
     let by_url = match up
         .crc_w
@@ -206,8 +211,7 @@ pub(super) async fn upload_part(
 
 /// A part of a local file streamed with its CRC64 in a trailer ([`super::trailer`]), where
 /// that applies: not read already (`got`), not to be compared with an earlier attempt's record
-/// (`prior`), its bytes not needed again (in-order MD5, CRC32C, block MD5, part MD5). None:
-/// the part goes the other way.
+/// (`prior`), its bytes not needed again (in-order MD5, CRC32C, block MD5, part MD5).
 async fn streamed(
     ctx: &Ctx,
     up: &PartUpload<'_>,
@@ -215,7 +219,7 @@ async fn streamed(
     range: &Range<u64>,
     got: &Option<Result<(Vec<Bytes>, Digests), CopyError>>,
     prior: &Option<PartRecord>,
-) -> Result<Option<(PartId, Digests)>, CopyError> {
+) -> Result<Streamed, CopyError> {
     let plain = got.is_none()
         && prior.is_none()
         && !(up.keep_for_hash || up.want_crc32c || up.block_md5 || up.part_md5);
@@ -224,11 +228,27 @@ async fn streamed(
             .filter(|w| plain && super::trailer::applies(ctx, w)),
         ctx.src.local_root(),
     ) else {
-        return Ok(None);
+        return Ok(Streamed::NotHere);
     };
     ctx.limits.take_bytes(range.end - range.start).await;
     let at = (up.path, up.id.as_str(), idx);
-    super::trailer::put_part(ctx, w, at, root.join(&up.src.key), range.clone()).await
+    let file = root.join(&up.src.key);
+    Ok(
+        match super::trailer::put_part(ctx, w, at, file, range.clone()).await? {
+            Some(done) => Streamed::Sent(done),
+            None => Streamed::Refused,
+        },
+    )
+}
+
+/// What became of a part offered to [`streamed`].
+enum Streamed {
+    /// Sent, with its id and the digests of its bytes.
+    Sent((PartId, Digests)),
+    /// The store does not take the form: the part goes the other way (its bytes paced).
+    Refused,
+    /// The form does not apply to it.
+    NotHere,
 }
 
 /// Counts a part sent and journals it.
