@@ -104,7 +104,9 @@ pub(crate) fn grant_crc64(catalog: &Catalog, store: &mut Store, probed: Option<&
         (&cat_by, cat),
         probe_crc.as_ref().map(|(by, v)| (by.as_str(), *v)),
     );
-    store.caps.trailer_crc64 = store.caps.checks_crc64nvme && trailer;
+    // The remote's `trailing_checksum`, where set, overrides the catalog.
+    let wanted = store.crc_writer.as_ref().and_then(|w| w.trailer);
+    store.caps.trailer_crc64 = store.caps.checks_crc64nvme && wanted.unwrap_or(trailer);
 }
 
 /// Opens `src` and `dst` (see [`Store::open_pair`]) and narrows both stores' capabilities with
@@ -381,6 +383,32 @@ mod tests {
         );
         assert_eq!(wire(Kind::Azure, "azure", "cool"), "Cool");
         assert_eq!(wire(Kind::Gcs, "gcp", "nearline"), "NEARLINE");
+    }
+
+    // The trailer form is granted by the catalog (AWS lists `crc64nvme-trailer`), never where
+    // the CRC64 itself is not checked, and the remote's `trailing_checksum` overrides the catalog
+    // either way.
+    #[test]
+    fn a_trailing_crc64_is_granted_by_the_catalog_or_the_remote() {
+        let catalog = Catalog::embedded().unwrap();
+        let remote = |provider: &str, trailing: &str| {
+            // Variables that exist everywhere stand in for the key's (only their names are read
+            // here; nothing is sent).
+            let toml = format!(
+                "[remotes.r]\ntype = \"s3\"\nprovider = \"{provider}\"\nendpoint = \"http://127.0.0.1:9\"\n\
+                 region = \"x\"\naccess_key_id_env = \"PATH\"\nsecret_access_key_env = \"PATH\"\n{trailing}"
+            );
+            let r = crate::store::config::Remotes::parse("r.toml", &toml).unwrap();
+            let mut st = Store::open("r:bucket/p", &r).unwrap();
+            grant_crc64(&catalog, &mut st, None);
+            (st.caps.checks_crc64nvme, st.caps.trailer_crc64)
+        };
+        assert_eq!(remote("aws", ""), (true, true));
+        assert_eq!(remote("aws", "trailing_checksum = false"), (true, false));
+        assert_eq!(remote("onprem", ""), (false, false));
+        // Not without the CRC64 path itself (onprem's catalog does not grant it; no probe here).
+        assert_eq!(remote("onprem", "trailing_checksum = true"), (false, false));
+        assert_eq!(remote("cloudflare-r2", ""), (true, false));
     }
 
     #[test]

@@ -141,7 +141,7 @@ pub struct CrcWriter {
     pub urls_refused: Arc<std::sync::atomic::AtomicBool>,
     /// Set once the store refused a part streamed with a trailing CRC64 (`trailer.rs`).
     pub streams_refused: Arc<std::sync::atomic::AtomicBool>,
-    /// The remote's `trailing_checksum` (None: `caps.trailer_crc64` decides).
+    /// The remote's `trailing_checksum`, folded into `caps.trailer_crc64` when caps are refined.
     pub trailer: Option<bool>,
     /// Fault injection for tests: applied to a body's bytes after moverctl hashed them and
     /// before they are sent by URL (what a test wrapper around `inner` and `multipart` does to

@@ -166,21 +166,15 @@ pub(super) async fn copy_with_retries(
                 return (Ok(o), attempt);
             }
             Err(e) => {
-                // In an inventory run, a failed pin, a 404, or a read that brought other bytes
-                // than the row promised (a store that ignores the If-Match pin, as
-                // fake-gcs-server does) may be a newer or vanished object: one HEAD says, and
-                // such an object is reported at once instead of read again and again.
-                let stale = matches!(e, CopyError::Mismatch(_)) || super::since::may_be_stale(&e);
-                let e = match e {
-                    e if stale && ctx.opts.inventory.is_some() => {
-                        match super::since::explain(ctx, entry, e).await {
-                            stale @ CopyError::SinceInventory { .. } => {
-                                return (Err(stale), attempt);
-                            }
-                            e => e,
-                        }
+                // In an inventory run, an error a newer or vanished object would give: one HEAD
+                // says, and such an object is reported at once instead of read again and again.
+                let e = if ctx.opts.inventory.is_some() && super::since::may_be_stale(&e) {
+                    match super::since::explain(ctx, entry, e).await {
+                        stale @ CopyError::SinceInventory { .. } => return (Err(stale), attempt),
+                        e => e,
                     }
-                    e => e,
+                } else {
+                    e
                 };
                 // (Slow-downs object_store absorbed were already reported by the store's
                 // observer; this one ended the attempt.)

@@ -1,19 +1,22 @@
 //! `--inventory` runs: whether a source object is still the one the inventory lists. The copy
 //! pins the inventory's ETag (If-Match on every read, `x-amz-copy-source-if-match` on the
-//! server), so a changed object fails its condition and a vanished one answers 404; one HEAD of
-//! the source then says which ([`explain`]). An inventory without a comparable ETag gets that
+//! server), so a changed object fails its condition and a vanished one answers 404 (and on a
+//! store that ignores the pin, a read brings another number of bytes than the row lists); one
+//! HEAD of the source then says which ([`explain`]), at the first failed attempt. An inventory without a comparable ETag gets that
 //! HEAD before the copy instead ([`pin`]), and the copy pins the ETag it shows.
 
 use super::copy::{CopyError, Ctx};
 use crate::store::StoreErrorKind;
 use crate::store::list::Entry;
 
-/// An error that a changed or vanished source would give.
+/// An error that a changed or vanished source would give: a failed pin, a 404, or bytes other
+/// than the row promised (a store that ignores If-Match reads the newer object).
 pub(super) fn may_be_stale(e: &CopyError) -> bool {
-    matches!(
-        e.kind(),
-        Some(StoreErrorKind::NotFound | StoreErrorKind::PreconditionFailed)
-    )
+    matches!(e, CopyError::Mismatch(_))
+        || matches!(
+            e.kind(),
+            Some(StoreErrorKind::NotFound | StoreErrorKind::PreconditionFailed)
+        )
 }
 
 /// What one HEAD of the source shows against the inventory's row: Ok(None) when it is the

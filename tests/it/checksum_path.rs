@@ -409,67 +409,56 @@ async fn a_flipped_byte_is_caught_either_way_on_the_crc_path() {
     let Some(t) = setup("crc-flip").await else {
         return;
     };
-    // Write side: the first single PUT and the first part on their way to the store have a byte
-    // flipped. Neither carried a Content-MD5: the store refuses them by the CRC64 alone.
-    let dst = unique("crc-flip-w");
-    t.probe(&t.dst_location(&dst)).await;
-    t.proxy.clear();
-    let at = format!("/{}/{dst}/", t.bucket_b);
-    t.proxy
-        .add(
-            "PUT",
-            &format!("{at}f/small.bin"),
-            "",
-            PFault::FlipRequest,
-            1,
-        )
-        .add(
-            "PUT",
-            &format!("{at}f/large.bin"),
-            "partNumber=2",
-            PFault::FlipRequest,
-            1,
+    // Write side: the single PUT and the second part on their way to the store have a byte
+    // flipped. Neither carried a Content-MD5: the store refuses them by the CRC64 alone, bound
+    // in a signed header (presigned URL), or — parts streamed as they are read — following the
+    // body as its trailer (header-signed request).
+    for (name, trailing) in [("crc-flip-w", false), ("crc-flip-t", true)] {
+        let dst = unique(name);
+        let loc = match trailing {
+            true => t.trailing_location(&dst),
+            false => t.dst_location(&dst),
+        };
+        t.probe(&loc).await;
+        t.proxy.clear();
+        let at = format!("/{}/{dst}/", t.bucket_b);
+        t.proxy
+            .add(
+                "PUT",
+                &format!("{at}f/small.bin"),
+                "",
+                PFault::FlipRequest,
+                1,
+            )
+            .add(
+                "PUT",
+                &format!("{at}f/large.bin"),
+                "partNumber=2",
+                PFault::FlipRequest,
+                1,
+            );
+        let (o, v) = t.run(&t.local_source(), &loc, &[]).await;
+        expect(&o, 0);
+        let hits: Vec<_> = t
+            .proxy
+            .hits()
+            .into_iter()
+            .filter(|h| h.1.contains(&dst))
+            .collect();
+        assert_eq!(hits.len(), 2, "{hits:?}");
+        let part = hits.iter().find(|h| h.1.contains("partNumber=2")).unwrap();
+        assert_eq!(
+            part.1.contains("X-Amz-Signature"),
+            !trailing,
+            "{name}: {part:?}"
         );
-    let (o, v) = t.run(&t.local_source(), &t.dst_location(&dst), &[]).await;
-    expect(&o, 0);
-    assert_eq!(t.proxy.hits().len(), 2, "{:?}", t.proxy.hits());
-    for (target, status) in t.proxy.upstream_statuses() {
-        assert_eq!(status, 400, "{target}: the store took a flipped body");
+        for (target, status) in t.proxy.upstream_statuses() {
+            assert_eq!(status, 400, "{target}: the store took a flipped body");
+        }
+        assert_eq!(v["copied"]["objects"], 2, "{v}");
+        assert!(v["retries"].as_u64() >= Some(2), "{v}");
+        assert_exact(&format!("garage:{}/{dst}", t.bucket_b), &FILES).await;
     }
-    assert_eq!(v["copied"]["objects"], 2, "{v}");
-    assert!(v["retries"].as_u64() >= Some(2), "{v}");
-    assert_exact(&format!("garage:{}/{dst}", t.bucket_b), &FILES).await;
-
-    // The same with parts streamed as they are read: a byte flipped in the body is refused by
-    // the store against the trailing CRC64.
-    let dst_t = unique("crc-flip-t");
-    t.probe(&t.trailing_location(&dst_t)).await;
-    t.proxy.clear();
-    let at = format!("/{}/{dst_t}/", t.bucket_b);
-    t.proxy.add(
-        "PUT",
-        &format!("{at}f/large.bin"),
-        "partNumber=2",
-        PFault::FlipRequest,
-        1,
-    );
-    let (o, v) = t
-        .run(&t.local_source(), &t.trailing_location(&dst_t), &[])
-        .await;
-    expect(&o, 0);
-    let hits: Vec<_> = t
-        .proxy
-        .hits()
-        .into_iter()
-        .filter(|h| h.1.contains(&dst_t))
-        .collect();
-    assert_eq!(hits.len(), 1, "{hits:?}");
-    assert!(!hits[0].1.contains("X-Amz-Signature"), "{hits:?}");
-    for (target, status) in t.proxy.upstream_statuses() {
-        assert_eq!(status, 400, "{target}: the store took a flipped body");
-    }
-    assert_eq!(v["copied"]["objects"], 2, "{v}");
-    assert_exact(&format!("garage:{}/{dst_t}", t.bucket_b), &FILES).await;
 
     // Read side: the multipart source keeps a CRC64; one byte flipped on its way here is caught
     // (no MD5 is computed for it) and the object read again.
@@ -486,9 +475,14 @@ async fn a_flipped_byte_is_caught_either_way_on_the_crc_path() {
     );
     let (o, v) = t.run(&t.s3_source(), &t.dst_location(&dst2), &[]).await;
     expect(&o, 0);
-    let hits = t.proxy.hits();
-    assert_eq!(hits.len(), 4, "{hits:?}");
-    assert_eq!(hits[3].0, "GET", "{hits:?}");
+    let hits: Vec<_> = t
+        .proxy
+        .hits()
+        .into_iter()
+        .filter(|h| h.1.contains(&from))
+        .collect();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].0, "GET", "{hits:?}");
     assert!(
         labels(&v).contains(&("source-checksum+dest-checksum".to_string(), 1)),
         "{v}"

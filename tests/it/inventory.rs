@@ -227,6 +227,56 @@ async fn s3_inventory(
     (root, format!("garage:{}/{prefix}/{mkey}", s.bucket_a))
 }
 
+/// `copy --json --inventory MANIFEST SRC DST` with its journal.
+fn copy_by_inventory(
+    conf: &Path,
+    journal: &Path,
+    manifest: &str,
+    src: &str,
+    dst: &Path,
+) -> std::process::Output {
+    moverctl()
+        .args(["copy", "--json", "--config"])
+        .arg(conf)
+        .arg("--journal")
+        .arg(journal)
+        .args(["--inventory", manifest, src])
+        .arg(dst)
+        .output()
+        .unwrap()
+}
+
+/// A first run over an inventory whose `changed` object was rewritten and whose `gone` object
+/// was deleted since: no source LIST, `copied` objects copied, the two reported at their first
+/// failed read (no retry), nothing failed, exit 3; neither journaled as copied. Its summary.
+fn assert_changed_and_gone_reported(
+    o: &std::process::Output,
+    copied: u64,
+    journal: &Path,
+) -> serde_json::Value {
+    expect(o, 3);
+    let v = summary(o);
+    assert_eq!(v["requests"]["list_source"], 0, "{}", text(o));
+    assert_eq!(v["copied"]["objects"], copied, "{}", text(o));
+    assert_eq!(v["since_inventory"]["changed"]["objects"], 1, "{}", text(o));
+    assert_eq!(v["since_inventory"]["changed"]["keys"][0]["key"], "changed");
+    assert_eq!(v["since_inventory"]["gone"]["objects"], 1, "{}", text(o));
+    assert_eq!(v["failed"]["objects"], 0, "{}", text(o));
+    // Found out at once, not read again (a store that ignores the read's If-Match gives it away
+    // by the other size).
+    assert_eq!(v["retries"], 0, "{}", text(o));
+    let j = moverctl::journal::Journal::open_existing(journal).unwrap();
+    for k in ["changed", "gone"] {
+        let rec = j.get(k).unwrap();
+        assert!(
+            rec.as_ref()
+                .is_none_or(|r| r.state != moverctl::journal::State::Verified),
+            "{k}: {rec:?}"
+        );
+    }
+    v
+}
+
 #[test]
 fn copy_from_an_s3_inventory_lists_no_source_and_reports_changed_and_gone_objects() {
     let Some(s) = servers() else { return };
@@ -258,33 +308,11 @@ fn copy_from_an_s3_inventory_lists_no_source_and_reports_changed_and_gone_object
     });
     let dst = dir.path().join("dst");
     let journal = dir.path().join("j.db");
-    let run = || {
-        moverctl()
-            .args(["copy", "--json", "--config"])
-            .arg(&conf)
-            .arg("--journal")
-            .arg(&journal)
-            .args(["--inventory", &manifest])
-            .arg(format!("garage:{}/{prefix}/src/", s.bucket_a))
-            .arg(&dst)
-            .output()
-            .unwrap()
-    };
+    let src = format!("garage:{}/{prefix}/src/", s.bucket_a);
+    let run = || copy_by_inventory(&conf, &journal, &manifest, &src, &dst);
     let o = run();
     // A changed object is a partial run.
-    expect(&o, 3);
-    let v = summary(&o);
-    assert_eq!(v["requests"]["list_source"], 0, "{}", text(&o));
-    assert_eq!(v["copied"]["objects"], 3, "{}", text(&o));
-    assert_eq!(
-        v["since_inventory"]["changed"]["objects"],
-        1,
-        "{}",
-        text(&o)
-    );
-    assert_eq!(v["since_inventory"]["gone"]["objects"], 1, "{}", text(&o));
-    assert_eq!(v["since_inventory"]["changed"]["keys"][0]["key"], "changed");
-    assert_eq!(v["failed"]["objects"], 0, "{}", text(&o));
+    assert_changed_and_gone_reported(&o, 3, &journal);
     assert_eq!(std::fs::read(dst.join("b c")).unwrap(), b"with a space");
     assert_eq!(std::fs::read(dst.join("d/e")).unwrap(), b"deeper");
     assert!(!dst.join("changed").exists() && !dst.join("gone").exists());
@@ -298,16 +326,7 @@ fn copy_from_an_s3_inventory_lists_no_source_and_reports_changed_and_gone_object
         stdout.contains("\"event\":\"gone_since_inventory\""),
         "{stdout}"
     );
-    // Never journaled as copied.
     let j = moverctl::journal::Journal::open_existing(&journal).unwrap();
-    for k in ["changed", "gone"] {
-        let rec = j.get(k).unwrap();
-        assert!(
-            rec.as_ref()
-                .is_none_or(|r| r.state != moverctl::journal::State::Verified),
-            "{k}: {rec:?}"
-        );
-    }
     assert_eq!(
         j.get("a").unwrap().map(|r| r.state),
         Some(moverctl::journal::State::Verified)
@@ -493,41 +512,10 @@ fn azure_and_gcs_inventories_are_read_from_their_services() {
         });
         let dst = dir.path().join(&prefix);
         let journal = dir.path().join(format!("{prefix}.db"));
-        let o = moverctl()
-            .args(["copy", "--json", "--config"])
-            .arg(&conf)
-            .arg("--journal")
-            .arg(&journal)
-            .args(["--inventory", &manifest])
-            .arg(format!("{location}{prefix}/src/"))
-            .arg(&dst)
-            .output()
-            .unwrap();
-        expect(&o, 3);
-        let v = summary(&o);
-        assert_eq!(v["requests"]["list_source"], 0, "{}", text(&o));
-        assert_eq!(v["copied"]["objects"], 2, "{}", text(&o));
-        assert_eq!(
-            v["since_inventory"]["changed"]["objects"],
-            1,
-            "{}",
-            text(&o)
-        );
-        assert_eq!(v["since_inventory"]["gone"]["objects"], 1, "{}", text(&o));
-        // A changed object is found out at once, not read again (fake-gcs-server ignores the
-        // read's If-Match: the other size gives it away).
-        assert_eq!(v["retries"], 0, "{}", text(&o));
-        assert_eq!(v["failed"]["objects"], 0, "{}", text(&o));
+        let src = format!("{location}{prefix}/src/");
+        let o = copy_by_inventory(&conf, &journal, &manifest, &src, &dst);
+        assert_changed_and_gone_reported(&o, 2, &journal);
         assert_eq!(std::fs::read(dst.join("d/e")).unwrap(), b"deeper");
         assert!(!dst.join("changed").exists() && !dst.join("gone").exists());
-        let j = moverctl::journal::Journal::open_existing(&journal).unwrap();
-        for k in ["changed", "gone"] {
-            let rec = j.get(k).unwrap();
-            assert!(
-                rec.as_ref()
-                    .is_none_or(|r| r.state != moverctl::journal::State::Verified),
-                "{location} {k}: {rec:?}"
-            );
-        }
     }
 }

@@ -53,7 +53,7 @@ const WHAT: &str = "uploading a part";
 /// again from the file when an attempt fails).
 pub(super) fn applies(ctx: &Ctx, w: &CrcWriter) -> bool {
     crc_url::applies(ctx, w)
-        && w.trailer.unwrap_or(ctx.dst.caps.trailer_crc64)
+        && ctx.dst.caps.trailer_crc64
         && !w.streams_refused.load(Relaxed)
         && ctx.src.is_local()
 }
