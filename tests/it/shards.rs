@@ -415,9 +415,10 @@ fn a_shard_restarted_with_an_empty_state_folder_copies_nothing_again() {
     );
     // (The shard's seconds are its progress writer's; this run's are the whole command's, so
     // on a loaded machine a run that copies nothing can take longer than the first run's copy:
-    // the seconds go on from the first run's.)
+    // the seconds go on from the first run's. They are printed to 0.01 s, and a shard that
+    // copies nothing adds less than that, so they may print the same: never less.)
     assert!(
-        v["shard"]["done"]["seconds"].as_f64().unwrap() > first_seconds,
+        v["shard"]["done"]["seconds"].as_f64().unwrap() >= first_seconds,
         "{v}"
     );
 
